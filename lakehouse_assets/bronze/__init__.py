@@ -1,0 +1,1 @@
+"""Bronze: raw records from Kafka topics and landing-zone files, exactly once."""

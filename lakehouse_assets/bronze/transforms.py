@@ -1,0 +1,23 @@
+"""Pure bronze transforms: Kafka records to bronze rows."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+# Bronze Kafka tables are partitioned by the UTC date of the Kafka record timestamp.
+KAFKA_BRONZE_PARTITION = "date"
+
+
+def kafka_to_bronze(records: DataFrame, ingested_at: datetime) -> DataFrame:
+    """Kafka records with their ingestion time and the UTC date of their Kafka timestamp.
+
+    Args:
+        records: rows of the Kafka source (topic, partition, offset, key, value, timestamp).
+        ingested_at: when this batch is written to bronze (timezone-aware).
+    """
+    return records.withColumn("ingested_at", F.lit(ingested_at).cast("timestamp")).withColumn(
+        KAFKA_BRONZE_PARTITION, F.to_date(F.col("timestamp"))
+    )

@@ -1,0 +1,32 @@
+"""Names used across the project: layers, tables, topics, asset keys, environment variables."""
+
+from typing import Final
+
+import dagster as dg
+
+# The date used where logic depends on "today" (ISO format; default today).
+ENV_AS_OF_DATE: Final = "LAKEHOUSE_AS_OF_DATE"
+
+# Layers.
+BRONZE: Final = "bronze"
+SILVER: Final = "silver"
+GOLD: Final = "gold"
+
+# Kafka topics of the reference pipeline; each lands in a bronze table of the same name.
+TOPIC_USER_INFO: Final = "user_info"
+TOPIC_WORKOUT: Final = "workout"
+TOPIC_BPM: Final = "bpm"
+KAFKA_TOPICS: Final = (TOPIC_USER_INFO, TOPIC_WORKOUT, TOPIC_BPM)
+
+# Folder under the lake root holding the Spark streaming checkpoints, one per stream.
+CHECKPOINTS_DIR: Final = "_checkpoints"
+
+
+def asset_key(layer: str, table: str) -> dg.AssetKey:
+    """The asset key of a table: ``[layer, table]``."""
+    return dg.AssetKey([layer, table])
+
+
+def stream_name(layer: str, table: str) -> str:
+    """The name of the stream feeding a table; also its Delta app id and Kafka consumer group."""
+    return f"lakehouse-{layer}-{table}"

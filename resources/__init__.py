@@ -1,0 +1,58 @@
+"""Typed Dagster resources: Spark, Kafka and the Delta lake, built for an environment in one place."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Final
+
+from resources.kafka import KafkaResource
+from resources.lake import LakeResource
+from resources.spark import SparkResource
+
+__all__ = [
+    "ENV_KAFKA_BOOTSTRAP_SERVERS",
+    "ENV_LAKEHOUSE_ROOT",
+    "ENV_SPARK_CONF",
+    "ENV_SPARK_MASTER",
+    "KafkaResource",
+    "LakeResource",
+    "SparkResource",
+    "build_resources",
+]
+
+ENV_LAKEHOUSE_ROOT: Final = "LAKEHOUSE_ROOT"
+ENV_KAFKA_BOOTSTRAP_SERVERS: Final = "KAFKA_BOOTSTRAP_SERVERS"
+ENV_SPARK_MASTER: Final = "SPARK_MASTER"
+ENV_SPARK_CONF: Final = "LAKEHOUSE_SPARK_CONF"
+
+
+def _spark_conf(raw: str) -> dict[str, str]:
+    try:
+        conf = json.loads(raw)
+    except json.JSONDecodeError as error:
+        raise ValueError(
+            f"{ENV_SPARK_CONF} must be a JSON object of Spark settings: {error}"
+        ) from error
+    if not isinstance(conf, dict):
+        raise ValueError(f"{ENV_SPARK_CONF} must be a JSON object, got {raw!r}")
+    return {str(key): str(value) for key, value in conf.items()}
+
+
+def build_resources(environ: dict[str, str] | None = None) -> dict[str, Any]:
+    """The resources for an environment, configured from its variables.
+
+    Args:
+        environ: the variables to read; the process environment when None.
+    """
+    env = os.environ if environ is None else environ
+    return {
+        "spark": SparkResource(
+            master=env.get(ENV_SPARK_MASTER, "local[*]"),
+            conf=_spark_conf(env.get(ENV_SPARK_CONF, "{}")),
+        ),
+        "kafka": KafkaResource(
+            bootstrap_servers=env.get(ENV_KAFKA_BOOTSTRAP_SERVERS, "127.0.0.1:9092")
+        ),
+        "lake": LakeResource(root=env.get(ENV_LAKEHOUSE_ROOT, "lake")),
+    }

@@ -1,0 +1,113 @@
+"""The Kafka resource: bootstrap servers, topic admin, end offsets, consumer-group offsets, lag."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+import dagster as dg
+from pydantic import Field
+from pyspark.sql import DataFrame, SparkSession
+
+from resources.kafka_source import (
+    KAFKA_SOURCE_FORMAT,
+    Offsets,
+    TopicPartitionKey,
+    broker_unreachable,
+    commit_group_offsets,
+    log_end_offsets,
+    new_consumer,
+)
+
+
+class KafkaResource(dg.ConfigurableResource):
+    """A Kafka cluster, reached through kafka-python."""
+
+    bootstrap_servers: str = Field(
+        default="127.0.0.1:9092",
+        description="Comma-separated host:port list (KAFKA_BOOTSTRAP_SERVERS).",
+    )
+    max_records_per_trigger: int = Field(
+        default=500_000,
+        description="Upper bound of records per micro-batch; bounds the driver's memory.",
+    )
+
+    def read_stream(
+        self, spark: SparkSession, topics: Iterable[str], group_id: str, starting: str = "earliest"
+    ) -> DataFrame:
+        """A streaming DataFrame of the records of ``topics`` (see ``resources.kafka_source``)."""
+        return (
+            spark.readStream.format(KAFKA_SOURCE_FORMAT)
+            .option("kafka.bootstrap.servers", self.bootstrap_servers)
+            .option("subscribe", ",".join(topics))
+            .option("startingOffsets", starting)
+            .option("maxRecordsPerTrigger", str(self.max_records_per_trigger))
+            .option("groupId", group_id)
+            .load()
+        )
+
+    def commit_offsets(self, group_id: str, offsets: Offsets) -> None:
+        """Commit ``{topic: {partition: next offset}}`` to the consumer group ``group_id``."""
+        if offsets:
+            commit_group_offsets(self.bootstrap_servers, group_id, offsets)
+
+    @contextlib.contextmanager
+    def _consumer(self, **config: Any) -> Iterator[Any]:
+        consumer = new_consumer(self.bootstrap_servers, **config)
+        try:
+            yield consumer
+        finally:
+            consumer.close()
+
+    def create_topic(self, name: str, partitions: int = 1) -> None:
+        """Create a topic unless it exists already."""
+        from kafka import KafkaAdminClient
+        from kafka.admin import NewTopic
+        from kafka.errors import KafkaError, TopicAlreadyExistsError
+
+        try:
+            admin = KafkaAdminClient(bootstrap_servers=self.bootstrap_servers.split(","))
+        except KafkaError as error:
+            raise broker_unreachable(self.bootstrap_servers, error) from error
+        with contextlib.closing(admin), contextlib.suppress(TopicAlreadyExistsError):
+            admin.create_topics([NewTopic(name, partitions, 1)])
+
+    def topics(self) -> set[str]:
+        """The names of the cluster's topics."""
+        with self._consumer() as consumer:
+            return set(consumer.topics())
+
+    def end_offsets(self, topics: Iterable[str]) -> dict[TopicPartitionKey, int]:
+        """The log end offset of every partition of ``topics`` (missing topics are skipped)."""
+        from kafka import TopicPartition
+
+        with self._consumer(fetch_max_wait_ms=100) as consumer:
+            existing = consumer.topics()
+            partitions = [
+                TopicPartition(topic, partition)
+                for topic in sorted(set(topics) & existing)
+                for partition in sorted(consumer.partitions_for_topic(topic) or ())
+            ]
+            return log_end_offsets(consumer, partitions)
+
+    def group_offsets(self, group_id: str, topics: Iterable[str]) -> dict[TopicPartitionKey, int]:
+        """The offsets ``group_id`` has committed for ``topics`` (partitions without one omitted)."""
+        from kafka import TopicPartition
+
+        with self._consumer(group_id=group_id) as consumer:
+            existing = consumer.topics()
+            committed: dict[TopicPartitionKey, int] = {}
+            for topic in sorted(set(topics) & existing):
+                for partition in sorted(consumer.partitions_for_topic(topic) or ()):
+                    offset = consumer.committed(TopicPartition(topic, partition))
+                    if offset is not None:
+                        committed[(topic, partition)] = offset
+            return committed
+
+    def lag(
+        self, topics: Iterable[str], positions: Mapping[TopicPartitionKey, int]
+    ) -> dict[TopicPartitionKey, int]:
+        """Records not yet consumed per partition: end offset minus ``positions`` (0 if unseen)."""
+        ends = self.end_offsets(topics)
+        return {tp: max(end - positions.get(tp, 0), 0) for tp, end in ends.items()}

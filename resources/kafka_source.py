@@ -1,0 +1,386 @@
+"""A Spark Python streaming data source reading Kafka topics with kafka-python.
+
+Registered as ``lakehouse_kafka`` (Spark's own ``kafka`` format needs a jar these machines cannot
+download). Offsets are ``{topic: {partition: next_offset}}`` dicts kept in the Spark checkpoint;
+each micro-batch reads one Spark input partition per Kafka partition and offset range.
+
+Options:
+    kafka.bootstrap.servers: ``host:port[,host:port]`` (required).
+    subscribe: comma-separated topics, or subscribePattern: a regular expression over topic names.
+    startingOffsets: ``earliest`` (default), ``latest`` or JSON ``{"topic": {"0": 42}}``.
+    maxRecordsPerTrigger: upper bound of records per micro-batch (default: no bound).
+    groupId: consumer group that receives the processed offsets after each batch.
+    failOnDataLoss: ``true`` (default) fails when records were removed before they were read.
+    readTimeoutMs: how long a read may go without a record before it fails (default 120000).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
+
+KAFKA_SOURCE_FORMAT = "lakehouse_kafka"
+KAFKA_SOURCE_SCHEMA = (
+    "topic string, partition int, offset long, key string, value string, timestamp timestamp"
+)
+ARROW_SCHEMA = pa.schema(
+    [
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("offset", pa.int64()),
+        ("key", pa.string()),
+        ("value", pa.string()),
+        ("timestamp", pa.timestamp("us", tz="UTC")),
+    ]
+)
+# Offsets as Spark keeps them in the checkpoint: {topic: {partition (str): next offset}}.
+Offsets = dict[str, dict[str, int]]
+TopicPartitionKey = tuple[str, int]
+
+
+class KafkaSourceError(RuntimeError):
+    """The Kafka source cannot go on without losing or inventing data."""
+
+
+def broker_unreachable(bootstrap_servers: str, error: Exception) -> KafkaSourceError:
+    """The error raised when no broker answers at ``bootstrap_servers``."""
+    return KafkaSourceError(
+        f"Cannot reach Kafka at bootstrap servers '{bootstrap_servers}': {error}. "
+        "Check KAFKA_BOOTSTRAP_SERVERS and that the brokers are running."
+    )
+
+
+def new_consumer(bootstrap_servers: str, **config: Any) -> Any:
+    """A kafka-python consumer that never commits or creates topics on its own."""
+    from kafka import KafkaConsumer
+    from kafka.errors import KafkaError
+
+    try:
+        return KafkaConsumer(
+            bootstrap_servers=bootstrap_servers.split(","),
+            enable_auto_commit=False,
+            allow_auto_create_topics=False,
+            request_timeout_ms=30000,
+            **config,
+        )
+    except KafkaError as error:
+        raise broker_unreachable(bootstrap_servers, error) from error
+
+
+def to_offsets(positions: Mapping[TopicPartitionKey, int]) -> Offsets:
+    """Nest ``{(topic, partition): offset}`` into the checkpoint's JSON shape."""
+    nested: Offsets = {}
+    for (topic, partition), offset in sorted(positions.items()):
+        nested.setdefault(topic, {})[str(partition)] = offset
+    return nested
+
+
+def from_offsets(offsets: Offsets) -> dict[TopicPartitionKey, int]:
+    """Flatten checkpoint offsets into ``{(topic, partition): offset}``."""
+    return {
+        (topic, int(partition)): offset
+        for topic, partitions in offsets.items()
+        for partition, offset in partitions.items()
+    }
+
+
+def limit_positions(
+    start: Mapping[TopicPartitionKey, int], end: Mapping[TopicPartitionKey, int], max_records: int
+) -> dict[TopicPartitionKey, int]:
+    """Move from ``start`` towards ``end`` by at most ``max_records``, shared by backlog size."""
+    backlog = {tp: end[tp] - start.get(tp, end[tp]) for tp in end}
+    total = sum(backlog.values())
+    if total <= max_records:
+        return dict(end)
+    limited = {tp: start.get(tp, end[tp]) + backlog[tp] * max_records // total for tp in end}
+    if limited == {tp: start.get(tp, end[tp]) for tp in end}:
+        largest = max(backlog, key=lambda tp: backlog[tp])
+        limited[largest] += 1  # always make progress, even when max_records < partitions
+    return limited
+
+
+def log_end_offsets(client: Any, partitions: Sequence[Any]) -> dict[TopicPartitionKey, int]:
+    """The true log end offset of each partition, read with a kafka-python consumer.
+
+    ListOffsets(latest) can under-report the end (the embedded tansu broker answers the base
+    offset of the last record batch + 1), while the high watermark in a fetch response is
+    exact. So fetch once from just before the reported end and take the larger of the two.
+    """
+    if not partitions:
+        return {}
+    reported = client.end_offsets(list(partitions))
+    probed = [tp for tp in partitions if reported[tp] > 0]
+    client.assign(probed)
+    for tp in probed:
+        client.seek(tp, reported[tp] - 1)
+    deadline = time.monotonic() + 10
+    while probed and time.monotonic() < deadline:
+        client.poll(timeout_ms=100, max_records=1)
+        if all(client.highwater(tp) is not None for tp in probed):
+            break
+    highwaters = {tp: client.highwater(tp) or 0 for tp in probed}
+    client.assign([])
+    return {(tp.topic, tp.partition): max(reported[tp], highwaters.get(tp, 0)) for tp in partitions}
+
+
+class KafkaRange(InputPartition):
+    """One Spark input partition: the records ``[start, end)`` of one Kafka partition."""
+
+    def __init__(self, topic: str, partition: int, start: int, end: int) -> None:
+        super().__init__((topic, partition, start, end))
+        self.topic = topic
+        self.partition = partition
+        self.start = start
+        self.end = end
+
+
+class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Plans and reads micro-batches of Kafka records."""
+
+    def __init__(self, options: Mapping[str, str]) -> None:
+        self.bootstrap_servers = options.get("kafka.bootstrap.servers") or ""
+        if not self.bootstrap_servers:
+            raise KafkaSourceError("Option 'kafka.bootstrap.servers' is required.")
+        self.topics = [t.strip() for t in options.get("subscribe", "").split(",") if t.strip()]
+        pattern = options.get("subscribePattern")
+        self.pattern = re.compile(pattern) if pattern else None
+        if bool(self.topics) == bool(self.pattern):
+            raise KafkaSourceError(
+                "Set exactly one of the options 'subscribe', 'subscribePattern'."
+            )
+        self.starting_offsets = options.get("startingOffsets", "earliest")
+        max_records = options.get("maxRecordsPerTrigger")
+        self.max_records = int(max_records) if max_records else None
+        self.group_id = options.get("groupId")
+        self.fail_on_data_loss = options.get("failOnDataLoss", "true").lower() != "false"
+        self.read_timeout_ms = int(options.get("readTimeoutMs", "120000"))
+        self._target: dict[TopicPartitionKey, int] | None = None
+        self._metadata: Any = None
+
+    # ----- planning, on the driver -------------------------------------------------------------
+    def _client(self) -> Any:
+        if self._metadata is None:
+            self._metadata = new_consumer(self.bootstrap_servers, fetch_max_wait_ms=100)
+        return self._metadata
+
+    def _subscribed_partitions(self) -> list[Any]:
+        from kafka import TopicPartition
+
+        client = self._client()
+        existing = client.topics()
+        if self.pattern is not None:
+            topics = sorted(t for t in existing if self.pattern.fullmatch(t))
+        else:
+            topics = [t for t in self.topics if t in existing]
+        return [
+            TopicPartition(topic, partition)
+            for topic in topics
+            for partition in sorted(client.partitions_for_topic(topic) or ())
+        ]
+
+    def _log_ends(self, partitions: Sequence[Any]) -> dict[TopicPartitionKey, int]:
+        return log_end_offsets(self._client(), partitions)
+
+    def _log_starts(self, partitions: Sequence[Any]) -> dict[TopicPartitionKey, int]:
+        if not partitions:
+            return {}
+        starts = self._client().beginning_offsets(list(partitions))
+        return {(tp.topic, tp.partition): offset for tp, offset in starts.items()}
+
+    def initialOffset(self) -> Offsets:
+        partitions = self._subscribed_partitions()
+        if self.starting_offsets == "earliest":
+            return to_offsets(self._log_starts(partitions))
+        if self.starting_offsets == "latest":
+            return to_offsets(self._log_ends(partitions))
+        try:
+            explicit = from_offsets(json.loads(self.starting_offsets))
+        except (ValueError, AttributeError, TypeError) as error:
+            raise KafkaSourceError(
+                "Option 'startingOffsets' must be 'earliest', 'latest' or JSON like "
+                f'{{"topic": {{"0": 42}}}}, got {self.starting_offsets!r}'
+            ) from error
+        starts = self._log_starts(partitions)
+        ends = self._log_ends(partitions)
+        resolved = {tp: {-2: starts[tp], -1: ends[tp]}.get(o, o) for tp, o in explicit.items()}
+        return to_offsets({**starts, **resolved})
+
+    def _current_ends(self) -> dict[TopicPartitionKey, int]:
+        return self._log_ends(self._subscribed_partitions())
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self._target = self._current_ends()
+
+    def latestOffset(self, start: Offsets, limit: ReadLimit) -> Offsets:
+        positions = from_offsets(start)
+        ends = self._target if self._target is not None else self._current_ends()
+        new_partitions = [tp for tp in ends if tp not in positions]
+        if new_partitions:
+            from kafka import TopicPartition
+
+            tps = [TopicPartition(topic, partition) for topic, partition in new_partitions]
+            positions.update(self._log_starts(tps))
+        self._check_data_loss(positions, ends)
+        end = {tp: max(ends.get(tp, offset), offset) for tp, offset in positions.items()}
+        if isinstance(limit, ReadMaxRows):
+            end = limit_positions(positions, end, limit.max_rows)
+        return to_offsets(end)
+
+    def _check_data_loss(
+        self, positions: dict[TopicPartitionKey, int], ends: Mapping[TopicPartitionKey, int]
+    ) -> None:
+        """Fail (or, with failOnDataLoss=false, skip ahead) when the log no longer has our records."""
+        from kafka import TopicPartition
+
+        known = [TopicPartition(t, p) for (t, p) in positions if (t, p) in ends]
+        starts = self._log_starts(known)
+        for tp, offset in list(positions.items()):
+            if tp not in ends:
+                continue
+            if offset > ends[tp]:
+                problem = f"is at offset {offset} but the log now ends at {ends[tp]}"
+                fallback = starts[tp]
+            elif offset < starts[tp]:
+                problem = f"is at offset {offset} but the log now starts at {starts[tp]}"
+                fallback = starts[tp]
+            else:
+                continue
+            if self.fail_on_data_loss:
+                raise KafkaSourceError(
+                    f"Kafka partition {tp[0]}-{tp[1]} {problem}: records were removed or the "
+                    "topic was recreated, so some data may never be read. Set the option "
+                    "failOnDataLoss=false to skip ahead, or reset the stream's checkpoint."
+                )
+            positions[tp] = fallback
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        return ReadMaxRows(self.max_records) if self.max_records else ReadAllAvailable()
+
+    def reportLatestOffset(self) -> Offsets | None:
+        return to_offsets(self._current_ends())
+
+    def partitions(self, start: Offsets, end: Offsets) -> Sequence[InputPartition]:
+        begin = from_offsets(start)
+        return [
+            KafkaRange(topic, partition, begin.get((topic, partition), stop), stop)
+            for (topic, partition), stop in sorted(from_offsets(end).items())
+            if stop > begin.get((topic, partition), stop)
+        ]
+
+    def commit(self, end: Offsets) -> None:
+        """Record the processed offsets in the consumer group, for standard lag tools."""
+        if self.group_id and end:
+            commit_group_offsets(self.bootstrap_servers, self.group_id, end)
+
+    def stop(self) -> None:
+        if self._metadata is not None:
+            self._metadata.close()
+            self._metadata = None
+
+    # ----- reading, on the executors ----------------------------------------------------------
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, KafkaRange)
+        yield from read_range(self.bootstrap_servers, partition, self.read_timeout_ms)
+
+
+def commit_group_offsets(bootstrap_servers: str, group_id: str, offsets: Offsets) -> None:
+    """Commit ``offsets`` to the consumer group ``group_id`` without joining it."""
+    from kafka import TopicPartition
+    from kafka.structs import OffsetAndMetadata
+
+    commits = {
+        TopicPartition(topic, partition): OffsetAndMetadata(offset, "", -1)
+        for (topic, partition), offset in from_offsets(offsets).items()
+    }
+    consumer = new_consumer(bootstrap_servers, group_id=group_id)
+    try:
+        consumer.commit(commits)
+    finally:
+        consumer.close()
+
+
+def read_range(
+    bootstrap_servers: str, kafka_range: KafkaRange, read_timeout_ms: int
+) -> Iterator[pa.RecordBatch]:
+    """Read the records of one offset range as Arrow record batches."""
+    from kafka import TopicPartition
+
+    tp = TopicPartition(kafka_range.topic, kafka_range.partition)
+    consumer = new_consumer(
+        bootstrap_servers,
+        auto_offset_reset="none",
+        max_partition_fetch_bytes=8 * 1024 * 1024,
+        fetch_max_bytes=64 * 1024 * 1024,
+    )
+    try:
+        consumer.assign([tp])
+        consumer.seek(tp, kafka_range.start)
+        last_progress = time.monotonic()
+        # Stop on the consumer's position, not on a record: offsets may have gaps (compaction,
+        # transaction markers), but the position always reaches the end of the range.
+        while consumer.position(tp) < kafka_range.end:
+            records = consumer.poll(timeout_ms=1000, max_records=20000).get(tp, [])
+            if records:
+                last_progress = time.monotonic()
+                yield _record_batch(kafka_range, [r for r in records if r.offset < kafka_range.end])
+            elif time.monotonic() - last_progress > read_timeout_ms / 1000:
+                raise KafkaSourceError(
+                    f"No records from Kafka partition {tp.topic}-{tp.partition} at offset "
+                    f"{consumer.position(tp)} for {read_timeout_ms} ms while reading up to "
+                    f"{kafka_range.end} from '{bootstrap_servers}'."
+                )
+    finally:
+        consumer.close()
+
+
+def _decode(raw: list[bytes | None]) -> pa.Array:
+    binary = pa.array(raw, pa.binary())
+    try:
+        return binary.cast(pa.string())
+    except pa.ArrowInvalid:  # not UTF-8: keep what can be read, mark the rest
+        return pa.array(
+            [None if b is None else b.decode("utf-8", errors="replace") for b in raw], pa.string()
+        )
+
+
+def _record_batch(kafka_range: KafkaRange, records: list[Any]) -> pa.RecordBatch:
+    count = len(records)
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array([kafka_range.topic] * count, pa.string()),
+            pa.array([kafka_range.partition] * count, pa.int32()),
+            pa.array([r.offset for r in records], pa.int64()),
+            _decode([r.key for r in records]),
+            _decode([r.value for r in records]),
+            pa.array([r.timestamp * 1000 for r in records], pa.int64()).cast(
+                pa.timestamp("us", tz="UTC")
+            ),
+        ],
+        schema=ARROW_SCHEMA,
+    )
+
+
+class KafkaDataSource(DataSource):
+    """``spark.readStream.format("lakehouse_kafka")``: Kafka topics as a stream."""
+
+    @classmethod
+    def name(cls) -> str:
+        return KAFKA_SOURCE_FORMAT
+
+    def schema(self) -> str:
+        return KAFKA_SOURCE_SCHEMA
+
+    def streamReader(self, schema: Any) -> DataSourceStreamReader:
+        return KafkaStreamReader(self.options)

@@ -1,0 +1,228 @@
+"""The lake resource: Delta tables at ``<root>/<layer>/<table>``, committed through delta-rs.
+
+Every commit happens on the driver through ``deltalake``; Spark reads a table's current snapshot
+as Parquet from the snapshot's own file list, never by listing the folder.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import dagster as dg
+import pyarrow as pa
+import pyarrow.compute
+from dagster._core.definitions.metadata import TableMetadataSet
+from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+from pydantic import Field
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.pandas.types import from_arrow_schema
+
+# Retries when another writer (a stream, OPTIMIZE) commits the same version first.
+MAX_COMMIT_RETRIES = 15
+# Object-store schemes as delta-rs names them, and as Hadoop (Spark) does.
+_HADOOP_SCHEMES = {"s3://": "s3a://"}
+
+
+def commit_properties(
+    app_id: str | None = None, version: int | None = None, metadata: dict[str, Any] | None = None
+) -> CommitProperties:
+    """Commit properties, with an idempotency marker ``(app_id, version)`` when given."""
+    transactions = (
+        [Transaction(app_id, version)] if app_id is not None and version is not None else None
+    )
+    return CommitProperties(
+        custom_metadata=metadata,
+        max_commit_retries=MAX_COMMIT_RETRIES,
+        app_transactions=transactions,
+    )
+
+
+class LakeResource(dg.ConfigurableResource):
+    """Where the lake lives and how its Delta tables are read and written."""
+
+    root: str = Field(
+        default="lake",
+        description="Lake root: a local folder (relative to the working directory) or an "
+        "object-store URI (s3://, abfss://, gs://).",
+    )
+    storage_options: dict[str, str] = Field(
+        default_factory=dict,
+        description="Options passed to delta-rs for object storage (credentials, region...).",
+    )
+
+    @property
+    def root_uri(self) -> str:
+        """The lake root as an absolute path or URI."""
+        if "://" in self.root:
+            return self.root.rstrip("/")
+        return os.path.abspath(self.root)
+
+    def table_uri(self, layer: str, table: str) -> str:
+        """Location of a table: ``<root>/<layer>/<table>``."""
+        return f"{self.root_uri}/{layer}/{table}"
+
+    def path(self, *parts: str) -> str:
+        """A location under the lake root (checkpoints, landing zone)."""
+        return "/".join([self.root_uri, *parts])
+
+    def exists(self, layer: str, table: str) -> bool:
+        """Whether the table has been created."""
+        return DeltaTable.is_deltatable(self.table_uri(layer, table), self.storage_options)
+
+    def table(self, layer: str, table: str) -> DeltaTable:
+        """The table's latest snapshot through delta-rs."""
+        return DeltaTable(self.table_uri(layer, table), storage_options=self.storage_options)
+
+    def version(self, layer: str, table: str) -> int | None:
+        """The table's current version, or None before it exists."""
+        return self.table(layer, table).version() if self.exists(layer, table) else None
+
+    def committed_version(self, layer: str, table: str, app_id: str) -> int | None:
+        """The last version ``app_id`` committed to the table with a transaction marker."""
+        if not self.exists(layer, table):
+            return None
+        return self.table(layer, table).transaction_version(app_id)
+
+    def history(self, layer: str, table: str, limit: int | None = None) -> list[dict[str, Any]]:
+        """The table's commits, newest first."""
+        return self.table(layer, table).history(limit) if self.exists(layer, table) else []
+
+    def row_count(self, layer: str, table: str) -> int:
+        """Rows in the table's current snapshot, from the file statistics (no data read)."""
+        if not self.exists(layer, table):
+            return 0
+        actions = pa.table(self.table(layer, table).get_add_actions(flatten=True))
+        return int(pa.compute.sum(actions["num_records"]).as_py() or 0)
+
+    def table_metadata(self, layer: str, table: str) -> dict[str, Any]:
+        """Dagster metadata for a materialization: row count, name, location, version."""
+        return {
+            **TableMetadataSet(
+                row_count=self.row_count(layer, table),
+                table_name=f"{layer}.{table}",
+                storage_kind="delta",
+            ),
+            "table_uri": dg.MetadataValue.path(self.table_uri(layer, table)),
+            "delta_version": self.version(layer, table),
+        }
+
+    def read(self, spark: SparkSession, layer: str, table: str) -> DataFrame:
+        """The table's current snapshot as a Spark DataFrame.
+
+        Raises:
+            FileNotFoundError: the table does not exist yet.
+        """
+        if not self.exists(layer, table):
+            raise FileNotFoundError(
+                f"Delta table {layer}.{table} does not exist at {self.table_uri(layer, table)}"
+            )
+        delta = self.table(layer, table)
+        schema = from_arrow_schema(pa.schema(delta.schema()))
+        files = [_hadoop_uri(uri) for uri in delta.file_uris()]
+        if not files:
+            return spark.createDataFrame([], schema)
+        base = _hadoop_uri(self.table_uri(layer, table))
+        # Partition values live in the paths (hive style); basePath makes Spark read them back.
+        frame = spark.read.schema(schema).option("basePath", base).parquet(*files)
+        return frame.select(*schema.fieldNames())
+
+    def append(
+        self,
+        layer: str,
+        table: str,
+        data: pa.Table,
+        partition_by: Sequence[str] | None = None,
+        app_id: str | None = None,
+        version: int | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> int:
+        """Append rows (creating the table if needed) and return the new table version.
+
+        With ``app_id`` and ``version`` the commit carries a transaction marker, so a caller can
+        tell later whether this write already happened (see ``committed_version``).
+        """
+        write_deltalake(
+            self.table_uri(layer, table),
+            data,
+            mode="append",
+            partition_by=list(partition_by) if partition_by else None,
+            schema_mode="merge",
+            storage_options=self.storage_options,
+            commit_properties=commit_properties(app_id, version, metadata),
+        )
+        return self.table(layer, table).version()
+
+    def overwrite_where(
+        self,
+        layer: str,
+        table: str,
+        data: pa.Table,
+        predicate: str,
+        partition_by: Sequence[str] | None = None,
+        app_id: str | None = None,
+        version: int | None = None,
+    ) -> int:
+        """Replace the rows matching ``predicate`` (e.g. one partition) with ``data``."""
+        write_deltalake(
+            self.table_uri(layer, table),
+            data,
+            mode="overwrite",
+            predicate=predicate,
+            partition_by=list(partition_by) if partition_by else None,
+            storage_options=self.storage_options,
+            commit_properties=commit_properties(app_id, version),
+        )
+        return self.table(layer, table).version()
+
+    def merge(
+        self,
+        layer: str,
+        table: str,
+        data: pa.Table,
+        keys: Sequence[str],
+        app_id: str | None = None,
+        version: int | None = None,
+    ) -> int:
+        """Upsert ``data`` by ``keys``: matching rows are updated, the others inserted."""
+        if not self.exists(layer, table):
+            return self.append(layer, table, data, app_id=app_id, version=version)
+        predicate = " AND ".join(f"target.`{key}` = source.`{key}`" for key in keys)
+        (
+            self.table(layer, table)
+            .merge(
+                data,
+                predicate,
+                source_alias="source",
+                target_alias="target",
+                merge_schema=True,
+                commit_properties=commit_properties(app_id, version),
+            )
+            .when_matched_update_all()
+            .when_not_matched_insert_all()
+            .execute()
+        )
+        return self.table(layer, table).version()
+
+    def delete(
+        self,
+        layer: str,
+        table: str,
+        predicate: str,
+        app_id: str | None = None,
+        version: int | None = None,
+    ) -> int | None:
+        """Delete the rows matching ``predicate``; returns the new version (None: no table)."""
+        if not self.exists(layer, table):
+            return None
+        delta = self.table(layer, table)
+        delta.delete(predicate, commit_properties=commit_properties(app_id, version))
+        return delta.version()
+
+
+def _hadoop_uri(uri: str) -> str:
+    for delta_scheme, hadoop_scheme in _HADOOP_SCHEMES.items():
+        if uri.startswith(delta_scheme):
+            return hadoop_scheme + uri[len(delta_scheme) :]
+    return uri
