@@ -28,6 +28,9 @@ class KafkaResource(dg.ConfigurableResource):
         default="127.0.0.1:9092",
         description="Comma-separated host:port list (KAFKA_BOOTSTRAP_SERVERS).",
     )
+    connect_timeout_ms: int = Field(
+        default=15000, description="How long to try reaching the cluster before failing."
+    )
     max_records_per_trigger: int = Field(
         default=500_000,
         description="Upper bound of records per micro-batch; bounds the driver's memory.",
@@ -54,7 +57,9 @@ class KafkaResource(dg.ConfigurableResource):
 
     @contextlib.contextmanager
     def _consumer(self, **config: Any) -> Iterator[Any]:
-        consumer = new_consumer(self.bootstrap_servers, **config)
+        consumer = new_consumer(
+            self.bootstrap_servers, bootstrap_timeout_ms=self.connect_timeout_ms, **config
+        )
         try:
             yield consumer
         finally:
@@ -67,7 +72,10 @@ class KafkaResource(dg.ConfigurableResource):
         from kafka.errors import KafkaError, TopicAlreadyExistsError
 
         try:
-            admin = KafkaAdminClient(bootstrap_servers=self.bootstrap_servers.split(","))
+            admin = KafkaAdminClient(
+                bootstrap_servers=self.bootstrap_servers.split(","),
+                bootstrap_timeout_ms=self.connect_timeout_ms,
+            )
         except KafkaError as error:
             raise broker_unreachable(self.bootstrap_servers, error) from error
         with contextlib.closing(admin), contextlib.suppress(TopicAlreadyExistsError):

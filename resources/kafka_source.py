@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -135,6 +135,12 @@ def log_end_offsets(client: Any, partitions: Sequence[Any]) -> dict[TopicPartiti
     return {(tp.topic, tp.partition): max(reported[tp], highwaters.get(tp, 0)) for tp in partitions}
 
 
+def _topic_partitions(keys: Iterable[TopicPartitionKey]) -> list[Any]:
+    from kafka import TopicPartition
+
+    return [TopicPartition(topic, partition) for topic, partition in keys]
+
+
 class KafkaRange(InputPartition):
     """One Spark input partition: the records ``[start, end)`` of one Kafka partition."""
 
@@ -226,12 +232,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def latestOffset(self, start: Offsets, limit: ReadLimit) -> Offsets:
         positions = from_offsets(start)
         ends = self._target if self._target is not None else self._current_ends()
-        new_partitions = [tp for tp in ends if tp not in positions]
-        if new_partitions:
-            from kafka import TopicPartition
-
-            tps = [TopicPartition(topic, partition) for topic, partition in new_partitions]
-            positions.update(self._log_starts(tps))
+        positions.update(
+            self._log_starts(_topic_partitions(tp for tp in ends if tp not in positions))
+        )
         self._check_data_loss(positions, ends)
         end = {tp: max(ends.get(tp, offset), offset) for tp, offset in positions.items()}
         if isinstance(limit, ReadMaxRows):
@@ -242,10 +245,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self, positions: dict[TopicPartitionKey, int], ends: Mapping[TopicPartitionKey, int]
     ) -> None:
         """Fail (or, with failOnDataLoss=false, skip ahead) when the log no longer has our records."""
-        from kafka import TopicPartition
-
-        known = [TopicPartition(t, p) for (t, p) in positions if (t, p) in ends]
-        starts = self._log_starts(known)
+        starts = self._log_starts(_topic_partitions(tp for tp in positions if tp in ends))
         for tp, offset in list(positions.items()):
             if tp not in ends:
                 continue
@@ -273,10 +273,13 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def partitions(self, start: Offsets, end: Offsets) -> Sequence[InputPartition]:
         begin = from_offsets(start)
+        stops = from_offsets(end)
+        # A partition that appeared after ``start`` was taken is read from its log start.
+        begin.update(self._log_starts(_topic_partitions(tp for tp in stops if tp not in begin)))
         return [
-            KafkaRange(topic, partition, begin.get((topic, partition), stop), stop)
-            for (topic, partition), stop in sorted(from_offsets(end).items())
-            if stop > begin.get((topic, partition), stop)
+            KafkaRange(topic, partition, begin[(topic, partition)], stop)
+            for (topic, partition), stop in sorted(stops.items())
+            if stop > begin[(topic, partition)]
         ]
 
     def commit(self, end: Offsets) -> None:

@@ -1,0 +1,88 @@
+"""The bronze Kafka assets against the real embedded broker and real Spark."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pyspark.sql import SparkSession
+
+from lakehouse_assets.constants import BRONZE, TOPIC_BPM, stream_name
+from lakehouse_assets_tests.bronze.helpers import (
+    bronze_sequence_numbers,
+    heart_rates,
+    materialize_bpm,
+)
+from lakehouse_assets_tests.conftest import produce
+from resources import KafkaResource
+from resources.broker import EmbeddedBroker, free_port
+
+
+def test_every_record_lands_exactly_once_across_runs(
+    broker: EmbeddedBroker, resources: dict[str, Any], spark: SparkSession
+) -> None:
+    resources["kafka"].create_topic(TOPIC_BPM, partitions=4)
+    produced = 0
+    for round_size in (4000, 1, 2500):
+        produced += produce(broker.bootstrap_servers, TOPIC_BPM, heart_rates(produced, round_size))
+        result = materialize_bpm(resources)
+        assert bronze_sequence_numbers(spark, resources) == list(range(produced))
+        metadata = result.asset_materializations_for_node("bronze__bpm")[0].metadata
+        assert metadata["dagster/row_count"].value == produced
+    table = resources["lake"].read(spark, BRONZE, TOPIC_BPM)
+    assert table.select("partition").distinct().count() == 4
+    assert table.select("partition", "offset").distinct().count() == produced
+
+
+def test_batches_are_bounded_and_still_exact(
+    broker: EmbeddedBroker, resources: dict[str, Any], spark: SparkSession
+) -> None:
+    resources["kafka"] = KafkaResource(
+        bootstrap_servers=broker.bootstrap_servers, max_records_per_trigger=1000
+    )
+    resources["kafka"].create_topic(TOPIC_BPM, partitions=3)
+    produce(broker.bootstrap_servers, TOPIC_BPM, heart_rates(0, 4500))
+    result = materialize_bpm(resources)
+    metadata = result.asset_materializations_for_node("bronze__bpm")[0].metadata
+    assert metadata["batches_committed"].value >= 5  # 4500 records, at most 1000 per batch
+    assert bronze_sequence_numbers(spark, resources) == list(range(4500))
+
+
+def test_missing_topic_gives_an_empty_table_then_its_records(
+    broker: EmbeddedBroker, resources: dict[str, Any], spark: SparkSession
+) -> None:
+    materialize_bpm(resources)
+    assert resources["lake"].exists(BRONZE, TOPIC_BPM)
+    assert bronze_sequence_numbers(spark, resources) == []
+
+    produce(broker.bootstrap_servers, TOPIC_BPM, heart_rates(0, 300))  # auto-creates the topic
+    materialize_bpm(resources)
+    assert bronze_sequence_numbers(spark, resources) == list(range(300))
+
+
+def test_processed_offsets_are_committed_to_the_stream_consumer_group(
+    broker: EmbeddedBroker, resources: dict[str, Any]
+) -> None:
+    kafka: KafkaResource = resources["kafka"]
+    kafka.create_topic(TOPIC_BPM, partitions=2)
+    produce(broker.bootstrap_servers, TOPIC_BPM, heart_rates(0, 1500))
+    materialize_bpm(resources)
+    committed = kafka.group_offsets(stream_name(BRONZE, TOPIC_BPM), [TOPIC_BPM])
+    assert sum(committed.values()) == 1500
+    assert committed == kafka.end_offsets([TOPIC_BPM])
+    assert kafka.lag([TOPIC_BPM], committed) == {(TOPIC_BPM, 0): 0, (TOPIC_BPM, 1): 0}
+
+
+def test_unreachable_broker_names_the_servers_and_leaves_the_table_unchanged(
+    broker: EmbeddedBroker, resources: dict[str, Any], spark: SparkSession
+) -> None:
+    produce(broker.bootstrap_servers, TOPIC_BPM, heart_rates(0, 100))
+    materialize_bpm(resources)
+    version = resources["lake"].version(BRONZE, TOPIC_BPM)
+
+    nowhere = f"127.0.0.1:{free_port()}"
+    resources["kafka"] = KafkaResource(bootstrap_servers=nowhere, connect_timeout_ms=2000)
+    with pytest.raises(Exception, match=nowhere):
+        materialize_bpm(resources)
+    assert resources["lake"].version(BRONZE, TOPIC_BPM) == version
+    assert bronze_sequence_numbers(spark, resources) == list(range(100))
