@@ -112,7 +112,7 @@ def limit_positions(
 
 
 def log_end_offsets(client: Any, partitions: Sequence[Any]) -> dict[TopicPartitionKey, int]:
-    """The true log end offset of each partition, read with a kafka-python consumer.
+    """The true log end offset of each partition, read with a fresh kafka-python consumer.
 
     ListOffsets(latest) can under-report the end (the embedded tansu broker answers the base
     offset of the last record batch + 1), while the high watermark in a fetch response is
@@ -197,7 +197,12 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         ]
 
     def _log_ends(self, partitions: Sequence[Any]) -> dict[TopicPartitionKey, int]:
-        return log_end_offsets(self._client(), partitions)
+        # A fresh consumer: records a reused one buffered earlier would hide the high watermark.
+        probe = new_consumer(self.bootstrap_servers, fetch_max_wait_ms=100)
+        try:
+            return log_end_offsets(probe, partitions)
+        finally:
+            probe.close()
 
     def _log_starts(self, partitions: Sequence[Any]) -> dict[TopicPartitionKey, int]:
         if not partitions:

@@ -86,3 +86,18 @@ def test_unreachable_broker_names_the_servers_and_leaves_the_table_unchanged(
         materialize_bpm(resources)
     assert resources["lake"].version(BRONZE, TOPIC_BPM) == version
     assert bronze_sequence_numbers(spark, resources) == list(range(100))
+
+
+def test_a_topic_that_lost_records_fails_instead_of_skipping_them(
+    broker: EmbeddedBroker, resources: dict[str, Any], spark: SparkSession
+) -> None:
+    resources["kafka"].create_topic(TOPIC_BPM, partitions=1)
+    produce(broker.bootstrap_servers, TOPIC_BPM, heart_rates(0, 50))
+    materialize_bpm(resources)
+    with EmbeddedBroker() as emptied:  # a broker that lost the topic's records
+        resources["kafka"] = KafkaResource(bootstrap_servers=emptied.bootstrap_servers)
+        resources["kafka"].create_topic(TOPIC_BPM, partitions=1)
+        produce(emptied.bootstrap_servers, TOPIC_BPM, heart_rates(50, 5))
+        with pytest.raises(Exception, match="at offset 50 but the log now ends at 5"):
+            materialize_bpm(resources)
+    assert bronze_sequence_numbers(spark, resources) == list(range(50))

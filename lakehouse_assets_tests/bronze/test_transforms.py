@@ -1,0 +1,24 @@
+"""Bronze transforms on small hand-built DataFrames."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+
+from pyspark.sql import SparkSession
+from pyspark.testing import assertDataFrameEqual
+
+from lakehouse_assets.bronze.transforms import kafka_to_bronze
+from resources.kafka_source import KAFKA_SOURCE_SCHEMA
+
+
+def test_kafka_to_bronze_adds_ingestion_time_and_utc_date(spark: SparkSession) -> None:
+    late_evening = datetime(2026, 3, 1, 23, 59, 59, tzinfo=UTC)
+    records = spark.createDataFrame(
+        [("bpm", 0, 7, "k", '{"a": 1}', late_evening)], KAFKA_SOURCE_SCHEMA
+    )
+    ingested = datetime(2026, 3, 2, 8, 0, tzinfo=UTC)
+    expected = spark.createDataFrame(
+        [("bpm", 0, 7, "k", '{"a": 1}', late_evening, ingested, date(2026, 3, 1))],
+        KAFKA_SOURCE_SCHEMA + ", ingested_at timestamp, date date",
+    )
+    assertDataFrameEqual(kafka_to_bronze(records, ingested), expected)

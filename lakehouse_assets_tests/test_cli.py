@@ -1,0 +1,64 @@
+"""The commands a user runs: the demo, and the standard Dagster CLI against any broker."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+from lakehouse_assets import sample_data
+from lakehouse_assets.constants import BRONZE, KAFKA_TOPICS
+from resources import LakeResource
+from resources.broker import EmbeddedBroker
+
+REPO_ROOT = Path(__file__).parents[1]
+BIN = Path(sys.executable).parent
+
+
+def run(command: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if k not in ("KAFKA_BOOTSTRAP_SERVERS",)}
+    return subprocess.run(
+        command, cwd=REPO_ROOT, env={**clean, **env}, capture_output=True, text=True, timeout=600
+    )
+
+
+def test_demo_on_the_embedded_broker_prints_every_bronze_table(tmp_path: Path) -> None:
+    lake_root = tmp_path / "lake"
+    done = run(
+        [str(BIN / "lakehouse"), "demo", "--users", "3", "--days", "1"],
+        {"LAKEHOUSE_ROOT": str(lake_root)},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    expected = Counter(m.topic for m in sample_data.generate(users=3, days=1))
+    for topic in KAFKA_TOPICS:
+        assert f"{BRONZE}.{topic}".ljust(30) + str(expected[topic]).rjust(12) in done.stdout
+    # A second demo resets its own lake (the embedded broker starts empty) and succeeds again.
+    again = run(
+        [str(BIN / "lakehouse"), "demo", "--users", "3", "--days", "1"],
+        {"LAKEHOUSE_ROOT": str(lake_root)},
+    )
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert LakeResource(root=str(lake_root)).row_count(BRONZE, "bpm") == expected["bpm"]
+
+
+def test_dagster_cli_materializes_bronze_against_the_given_broker(tmp_path: Path) -> None:
+    messages = sample_data.generate(users=2, days=1, seed=3)
+    with EmbeddedBroker() as broker:
+        sample_data.produce(broker.bootstrap_servers, messages)
+        env = {"KAFKA_BOOTSTRAP_SERVERS": broker.bootstrap_servers, "LAKEHOUSE_ROOT": str(tmp_path)}
+        command = [
+            str(BIN / "dagster"),
+            "asset",
+            "materialize",
+            "-m",
+            "lakehouse_assets.definitions",
+            "--select",
+            'key:"bronze/*"',
+        ]
+        done = run(command, env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lake = LakeResource(root=str(tmp_path))
+    expected = Counter(m.topic for m in messages)
+    assert {t: lake.row_count(BRONZE, t) for t in KAFKA_TOPICS} == dict(expected)
