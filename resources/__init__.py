@@ -1,4 +1,4 @@
-"""Typed Dagster resources: Spark, Kafka and the Delta lake, built for an environment in one place."""
+"""Typed Dagster resources: Spark, Kafka and the Delta lake, built for an environment."""
 
 from __future__ import annotations
 

@@ -81,7 +81,9 @@ class EmbeddedBroker:
         self.port = port if port is not None else free_port(host)
         self.timeout_s = timeout_s
         self._process: subprocess.Popen[bytes] | None = None
-        self._log = tempfile.NamedTemporaryFile(prefix="tansu-", suffix=".log", delete=False)
+        self._log = tempfile.NamedTemporaryFile(  # noqa: SIM115 (open while the broker runs)
+            prefix="tansu-", suffix=".log", delete=False
+        )
 
     @property
     def bootstrap_servers(self) -> str:

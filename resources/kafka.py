@@ -72,10 +72,11 @@ class KafkaResource(dg.ConfigurableResource):
         from kafka.errors import KafkaError, TopicAlreadyExistsError
 
         try:
-            admin = KafkaAdminClient(
-                bootstrap_servers=self.bootstrap_servers.split(","),
-                bootstrap_timeout_ms=self.connect_timeout_ms,
-            )
+            config = {
+                "bootstrap_servers": self.bootstrap_servers.split(","),
+                "bootstrap_timeout_ms": self.connect_timeout_ms,
+            }
+            admin = KafkaAdminClient(**config)
         except KafkaError as error:
             raise broker_unreachable(self.bootstrap_servers, error) from error
         with contextlib.closing(admin), contextlib.suppress(TopicAlreadyExistsError):
@@ -88,7 +89,7 @@ class KafkaResource(dg.ConfigurableResource):
 
     def end_offsets(self, topics: Iterable[str]) -> dict[TopicPartitionKey, int]:
         """The log end offset of every partition of ``topics`` (missing topics are skipped)."""
-        from kafka import TopicPartition
+        from kafka.structs import TopicPartition
 
         with self._consumer(fetch_max_wait_ms=100) as consumer:
             existing = consumer.topics()
@@ -100,8 +101,8 @@ class KafkaResource(dg.ConfigurableResource):
             return log_end_offsets(consumer, partitions)
 
     def group_offsets(self, group_id: str, topics: Iterable[str]) -> dict[TopicPartitionKey, int]:
-        """The offsets ``group_id`` has committed for ``topics`` (partitions without one omitted)."""
-        from kafka import TopicPartition
+        """The offsets ``group_id`` committed for ``topics`` (partitions without one omitted)."""
+        from kafka.structs import TopicPartition
 
         with self._consumer(group_id=group_id) as consumer:
             existing = consumer.topics()

@@ -136,7 +136,7 @@ def log_end_offsets(client: Any, partitions: Sequence[Any]) -> dict[TopicPartiti
 
 
 def _topic_partitions(keys: Iterable[TopicPartitionKey]) -> list[Any]:
-    from kafka import TopicPartition
+    from kafka.structs import TopicPartition
 
     return [TopicPartition(topic, partition) for topic, partition in keys]
 
@@ -182,7 +182,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return self._metadata
 
     def _subscribed_partitions(self) -> list[Any]:
-        from kafka import TopicPartition
+        from kafka.structs import TopicPartition
 
         client = self._client()
         existing = client.topics()
@@ -249,7 +249,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _check_data_loss(
         self, positions: dict[TopicPartitionKey, int], ends: Mapping[TopicPartitionKey, int]
     ) -> None:
-        """Fail (or, with failOnDataLoss=false, skip ahead) when the log no longer has our records."""
+        """Fail (or with failOnDataLoss=false skip ahead) when the log lost unread records."""
         starts = self._log_starts(_topic_partitions(tp for tp in positions if tp in ends))
         for tp, offset in list(positions.items()):
             if tp not in ends:
@@ -305,8 +305,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
 def commit_group_offsets(bootstrap_servers: str, group_id: str, offsets: Offsets) -> None:
     """Commit ``offsets`` to the consumer group ``group_id`` without joining it."""
-    from kafka import TopicPartition
-    from kafka.structs import OffsetAndMetadata
+    from kafka.structs import OffsetAndMetadata, TopicPartition
 
     commits = {
         TopicPartition(topic, partition): OffsetAndMetadata(offset, "", -1)
@@ -323,7 +322,7 @@ def read_range(
     bootstrap_servers: str, kafka_range: KafkaRange, read_timeout_ms: int
 ) -> Iterator[pa.RecordBatch]:
     """Read the records of one offset range as Arrow record batches."""
-    from kafka import TopicPartition
+    from kafka.structs import TopicPartition
 
     tp = TopicPartition(kafka_range.topic, kafka_range.partition)
     consumer = new_consumer(

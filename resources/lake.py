@@ -12,8 +12,6 @@ from typing import Any
 
 import dagster as dg
 import pyarrow as pa
-import pyarrow.compute
-from dagster._core.definitions.metadata import TableMetadataSet
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from pydantic import Field
 from pyspark.sql import DataFrame, SparkSession
@@ -94,16 +92,14 @@ class LakeResource(dg.ConfigurableResource):
         if not self.exists(layer, table):
             return 0
         actions = pa.table(self.table(layer, table).get_add_actions(flatten=True))
-        return int(pa.compute.sum(actions["num_records"]).as_py() or 0)
+        return sum(count or 0 for count in actions["num_records"].to_pylist())
 
     def table_metadata(self, layer: str, table: str) -> dict[str, Any]:
         """Dagster metadata for a materialization: row count, name, location, version."""
         return {
-            **TableMetadataSet(
-                row_count=self.row_count(layer, table),
-                table_name=f"{layer}.{table}",
-                storage_kind="delta",
-            ),
+            "dagster/row_count": self.row_count(layer, table),
+            "dagster/table_name": f"{layer}.{table}",
+            "dagster/storage_kind": "delta",
             "table_uri": dg.MetadataValue.path(self.table_uri(layer, table)),
             "delta_version": self.version(layer, table),
         }

@@ -1,6 +1,7 @@
 """Run the bpm bronze stream in this process and kill the process in the middle of a batch.
 
-Usage: python -m lakehouse_assets_tests.bronze.crash_run BOOTSTRAP_SERVERS LAKE_ROOT BATCH (before-commit|after-commit)
+Usage: python -m lakehouse_assets_tests.bronze.crash_run SERVERS LAKE_ROOT BATCH WHEN
+where WHEN is before-commit or after-commit.
 
 The process dies with ``os._exit`` (no cleanup, like a kill) when the stream writes batch BATCH:
 either just before the Delta commit, or just after it and before Spark records the batch as

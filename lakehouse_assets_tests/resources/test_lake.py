@@ -66,5 +66,5 @@ def test_overwrite_where_replaces_only_matching_rows(tmp_path: Path, spark: Spar
 
 
 def test_reading_a_missing_table_names_it(tmp_path: Path, spark: SparkSession) -> None:
-    with pytest.raises(FileNotFoundError, match="silver.nothing"):
+    with pytest.raises(FileNotFoundError, match=r"silver\.nothing"):
         LakeResource(root=str(tmp_path)).read(spark, "silver", "nothing")
