@@ -14,6 +14,8 @@ the comparison. Then the same records are ingested twice into fresh Delta tables
 * **baseline**: what a user might write instead: one kafka-python ``KafkaConsumer`` polling all
   partitions from the beginning, turning each poll into a pyarrow table with the project's bronze
   Kafka columns, and appending to Delta with ``deltalake.write_deltalake`` every ~250k records.
+  It does less than the project: no ``ingested_at`` column, no ``date`` partitioning, no
+  exactly-once transaction markers, no checkpoint and no consumer-group commits.
 
 Each ingestion runs in its own child process (this script re-invoked with ``--mode``). A thread
 in the child sums the resident set size (``VmRSS``) of the child and all of its descendants

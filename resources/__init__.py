@@ -1,14 +1,20 @@
-"""Typed Dagster resources: Spark, Kafka and the Delta lake, built for an environment."""
+"""Typed Dagster resources: Spark, Kafka and the Delta lake, built for an environment.
+
+The resource classes are imported lazily: Spark's Python workers import
+``resources.kafka_source`` for every new worker process, and must not pay for Dagster's import.
+"""
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from resources.kafka import KafkaResource
-from resources.lake import LakeResource
-from resources.spark import SparkResource
+if TYPE_CHECKING:
+    from resources.kafka import KafkaResource
+    from resources.lake import LakeResource
+    from resources.spark import SparkResource
 
 __all__ = [
     "ENV_KAFKA_BOOTSTRAP_SERVERS",
@@ -25,6 +31,14 @@ ENV_LAKEHOUSE_ROOT: Final = "LAKEHOUSE_ROOT"
 ENV_KAFKA_BOOTSTRAP_SERVERS: Final = "KAFKA_BOOTSTRAP_SERVERS"
 ENV_SPARK_MASTER: Final = "SPARK_MASTER"
 ENV_SPARK_CONF: Final = "LAKEHOUSE_SPARK_CONF"
+
+_MODULE_OF = {"KafkaResource": "kafka", "LakeResource": "lake", "SparkResource": "spark"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MODULE_OF:
+        return getattr(importlib.import_module(f"resources.{_MODULE_OF[name]}"), name)
+    raise AttributeError(f"module 'resources' has no attribute {name!r}")
 
 
 def _spark_conf(raw: str) -> dict[str, str]:
@@ -45,6 +59,10 @@ def build_resources(environ: dict[str, str] | None = None) -> dict[str, Any]:
     Args:
         environ: the variables to read; the process environment when None.
     """
+    from resources.kafka import KafkaResource
+    from resources.lake import LakeResource
+    from resources.spark import SparkResource
+
     env = os.environ if environ is None else environ
     return {
         "spark": SparkResource(

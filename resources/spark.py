@@ -19,6 +19,7 @@ LOCAL_DEFAULTS: dict[str, str] = {
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",
     "spark.driver.memory": "2g",
+    "spark.ui.showConsoleProgress": "false",
 }
 
 
@@ -49,7 +50,9 @@ class SparkResource(dg.ConfigurableResource):
         settings = {**LOCAL_DEFAULTS, "spark.ui.enabled": str(self.ui_enabled).lower()}
         for key, value in {**settings, **self.conf}.items():
             builder = builder.config(key, value)
+        existing = SparkSession.getActiveSession()
         session = builder.getOrCreate()
-        session.sparkContext.setLogLevel(self.log_level)
-        session.dataSource.register(KafkaDataSource)
+        if session is not existing:  # a new session: configure it once
+            session.sparkContext.setLogLevel(self.log_level)
+            session.dataSource.register(KafkaDataSource)
         return session
