@@ -65,6 +65,10 @@ class LakeResource(dg.ConfigurableResource):
         """A location under the lake root (checkpoints, landing zone)."""
         return "/".join([self.root_uri, *parts])
 
+    def spark_path(self, *parts: str) -> str:
+        """A location under the lake root as Spark (Hadoop) names it: s3:// becomes s3a://."""
+        return _hadoop_uri(self.path(*parts))
+
     def exists(self, layer: str, table: str) -> bool:
         """Whether the table has been created."""
         return DeltaTable.is_deltatable(self.table_uri(layer, table), self.storage_options)

@@ -12,6 +12,7 @@ import json
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -60,11 +61,17 @@ class DeltaBatchSink:
     def app_id(self, spark: SparkSession) -> str:
         """The Delta transaction app id of the running query, from its checkpoint's metadata."""
         if self._app_id is None:
-            metadata = spark.read.text(f"{self.checkpoint}/metadata").first()
-            if metadata is None:
-                raise RuntimeError(f"No query id in the checkpoint {self.checkpoint}")
-            self._app_id = f"{self.stream}/{json.loads(metadata[0])['id']}"
+            self._app_id = f"{self.stream}/{json.loads(self._checkpoint_metadata(spark))['id']}"
         return self._app_id
+
+    def _checkpoint_metadata(self, spark: SparkSession) -> str:
+        local = Path(self.checkpoint) / "metadata"
+        if "://" not in self.checkpoint:
+            return local.read_text()
+        line = spark.read.text(f"{self.checkpoint}/metadata").first()  # any Hadoop file system
+        if line is None:
+            raise RuntimeError(f"No query id in the checkpoint {self.checkpoint}")
+        return line[0]
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         app_id = self.app_id(batch.sparkSession)

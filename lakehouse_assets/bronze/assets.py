@@ -41,7 +41,7 @@ def kafka_bronze_asset(topic: str) -> dg.AssetsDefinition:
             BRONZE,
             topic,
             stream,
-            checkpoint=lake.path(CHECKPOINTS_DIR, stream),
+            checkpoint=lake.spark_path(CHECKPOINTS_DIR, stream),
             transform=_to_bronze,
             partition_by=[KAFKA_BRONZE_PARTITION],
         )

@@ -68,3 +68,9 @@ def test_overwrite_where_replaces_only_matching_rows(tmp_path: Path, spark: Spar
 def test_reading_a_missing_table_names_it(tmp_path: Path, spark: SparkSession) -> None:
     with pytest.raises(FileNotFoundError, match=r"silver\.nothing"):
         LakeResource(root=str(tmp_path)).read(spark, "silver", "nothing")
+
+
+def test_spark_paths_use_hadoop_schemes() -> None:
+    lake = LakeResource(root="s3://bucket/lake")
+    assert lake.spark_path("_checkpoints", "s") == "s3a://bucket/lake/_checkpoints/s"
+    assert LakeResource(root="/data/lake").spark_path("x") == "/data/lake/x"
