@@ -274,7 +274,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return ReadMaxRows(self.max_records) if self.max_records else ReadAllAvailable()
 
     def reportLatestOffset(self) -> Offsets | None:
-        return to_offsets(self._current_ends())
+        # Progress reporting only: with availableNow the target is known, skip a broker round trip.
+        return to_offsets(self._target if self._target is not None else self._current_ends())
 
     def partitions(self, start: Offsets, end: Offsets) -> Sequence[InputPartition]:
         begin = from_offsets(start)
