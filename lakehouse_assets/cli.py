@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import os
 import shutil
+import signal
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -93,10 +94,11 @@ def print_row_counts(result: object) -> None:
 
 
 def broker(port: int) -> None:
-    """Run the embedded broker in the foreground until interrupted."""
+    """Run the embedded broker in the foreground until interrupted (Ctrl-C or SIGTERM)."""
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # leave the block: tansu stops too
     with EmbeddedBroker(port=port) as running:
-        print(f"Embedded Kafka broker listening on {running.bootstrap_servers}; Ctrl-C stops it.")
-        print(f"export {ENV_KAFKA_BOOTSTRAP_SERVERS}={running.bootstrap_servers}")
+        print(f"Embedded Kafka broker on {running.bootstrap_servers} (listening); Ctrl-C stops it.")
+        print(f"export {ENV_KAFKA_BOOTSTRAP_SERVERS}={running.bootstrap_servers}", flush=True)
         with contextlib.suppress(KeyboardInterrupt):
             while True:
                 time.sleep(3600)

@@ -62,3 +62,22 @@ def test_dagster_cli_materializes_bronze_against_the_given_broker(tmp_path: Path
     lake = LakeResource(root=str(tmp_path))
     expected = Counter(m.topic for m in messages)
     assert {t: lake.row_count(BRONZE, t) for t in KAFKA_TOPICS} == dict(expected)
+
+
+def test_broker_command_stops_its_broker_on_sigterm() -> None:
+    import signal
+    import socket
+    import time
+
+    from resources.broker import free_port
+
+    port = free_port()
+    command = [str(BIN / "lakehouse"), "broker", "--port", str(port)]
+    process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.PIPE, text=True)
+    assert process.stdout is not None
+    assert "listening" in process.stdout.readline()
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=30) == 0
+    time.sleep(0.5)
+    with socket.socket() as probe:  # nothing listens on the port any more
+        assert probe.connect_ex(("127.0.0.1", port)) != 0
