@@ -11,9 +11,13 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from resources import ENV_KAFKA_BOOTSTRAP_SERVERS, ENV_LAKEHOUSE_ROOT
 from resources.broker import EmbeddedBroker, EmbeddedBrokerError
+
+if TYPE_CHECKING:
+    import dagster as dg
 
 DEFAULT_BROKER_PORT = 9092
 # Marks a lake filled from the memory-only embedded broker: safe to reset on the next demo.
@@ -21,9 +25,8 @@ DEMO_MARKER = ".embedded-broker-demo"
 
 
 @contextlib.contextmanager
-def kafka_for_demo() -> Iterator[str]:
+def kafka_for_demo(configured: str | None) -> Iterator[str]:
     """The configured Kafka cluster, or an embedded broker for the duration of the block."""
-    configured = os.environ.get(ENV_KAFKA_BOOTSTRAP_SERVERS)
     if configured:
         yield configured
         return
@@ -59,16 +62,16 @@ def prepare_demo_lake(root: Path, embedded: bool) -> None:
 
 def demo(users: int, days: int) -> None:
     """Produce sample data, materialize the whole asset graph, print every table's row count."""
-    import dagster as dg
-
     from lakehouse_assets import sample_data
 
-    embedded = not os.environ.get(ENV_KAFKA_BOOTSTRAP_SERVERS)
+    configured = os.environ.get(ENV_KAFKA_BOOTSTRAP_SERVERS)
     root = Path(os.environ.get(ENV_LAKEHOUSE_ROOT, "lake"))
-    prepare_demo_lake(root, embedded)
-    with kafka_for_demo() as bootstrap_servers:
+    prepare_demo_lake(root, embedded=not configured)
+    with kafka_for_demo(configured) as bootstrap_servers:
         counts = sample_data.produce(bootstrap_servers, sample_data.generate(users, days))
         print(f"Produced sample records: {counts}")
+        import dagster as dg
+
         from lakehouse_assets.definitions import defs
 
         started = time.monotonic()
@@ -83,14 +86,14 @@ def demo(users: int, days: int) -> None:
         raise SystemExit("The run failed; see the log above.")
 
 
-def print_row_counts(result: object) -> None:
+def print_row_counts(result: dg.ExecuteInProcessResult) -> None:
     """Print ``layer.table  rows`` for each materialized asset of a run."""
-    events = result.get_asset_materialization_events()  # type: ignore[attr-defined]
+    materializations = [e.materialization for e in result.get_asset_materialization_events()]
     print(f"{'table':<30}{'rows':>12}")
-    for event in sorted(events, key=lambda e: e.asset_key.path):
-        metadata = event.materialization.metadata
-        rows = metadata.get("dagster/row_count")
-        print(f"{'.'.join(event.asset_key.path):<30}{rows.value if rows else '-':>12}")
+    for materialization in sorted(materializations, key=lambda m: m.asset_key.to_user_string()):
+        rows = materialization.metadata.get("dagster/row_count")
+        name = ".".join(materialization.asset_key.path)
+        print(f"{name:<30}{rows.value if rows else '-':>12}")
 
 
 def broker(port: int) -> None:

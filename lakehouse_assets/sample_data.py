@@ -27,7 +27,7 @@ class Message:
     """One Kafka record to produce."""
 
     topic: str
-    key: str
+    key: str | None
     value: str
 
 
@@ -98,7 +98,8 @@ def produce(bootstrap_servers: str, messages: list[Message]) -> dict[str, int]:
     counts: dict[str, int] = {}
     try:
         for message in messages:
-            producer.send(message.topic, key=message.key.encode(), value=message.value.encode())
+            key = None if message.key is None else message.key.encode()
+            producer.send(message.topic, key=key, value=message.value.encode())
             counts[message.topic] = counts.get(message.topic, 0) + 1
         producer.flush()
     finally:

@@ -8,9 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kafka import KafkaProducer
 from pyspark.sql import SparkSession
 
+from lakehouse_assets import sample_data
+from lakehouse_assets.sample_data import Message
 from resources import SparkResource, build_resources
 from resources.broker import EmbeddedBroker
 
@@ -44,13 +45,10 @@ def produce(
     values: Iterable[dict[str, Any]],
     key_field: str | None = None,
 ) -> int:
-    """Produce JSON values with normal producer batching (linger, batch size); returns the count."""
-    producer = KafkaProducer(bootstrap_servers=bootstrap_servers, linger_ms=20, batch_size=32768)
-    count = 0
-    for value in values:
-        key = str(value[key_field]).encode() if key_field else None
-        producer.send(topic, key=key, value=json.dumps(value).encode())
-        count += 1
-    producer.flush()
-    producer.close()
-    return count
+    """Produce JSON values with normal producer batching; returns the count."""
+    messages = [
+        Message(topic, None if key_field is None else str(value[key_field]), json.dumps(value))
+        for value in values
+    ]
+    sample_data.produce(bootstrap_servers, messages)
+    return len(messages)

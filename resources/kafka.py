@@ -16,6 +16,7 @@ from resources.kafka_source import (
     TopicPartitionKey,
     broker_unreachable,
     commit_group_offsets,
+    existing_partitions,
     log_end_offsets,
     new_consumer,
 )
@@ -89,30 +90,17 @@ class KafkaResource(dg.ConfigurableResource):
 
     def end_offsets(self, topics: Iterable[str]) -> dict[TopicPartitionKey, int]:
         """The log end offset of every partition of ``topics`` (missing topics are skipped)."""
-        from kafka.structs import TopicPartition
-
         with self._consumer(fetch_max_wait_ms=100) as consumer:
-            existing = consumer.topics()
-            partitions = [
-                TopicPartition(topic, partition)
-                for topic in sorted(set(topics) & existing)
-                for partition in sorted(consumer.partitions_for_topic(topic) or ())
-            ]
-            return log_end_offsets(consumer, partitions)
+            return log_end_offsets(consumer, existing_partitions(consumer, topics))
 
     def group_offsets(self, group_id: str, topics: Iterable[str]) -> dict[TopicPartitionKey, int]:
         """The offsets ``group_id`` committed for ``topics`` (partitions without one omitted)."""
-        from kafka.structs import TopicPartition
-
         with self._consumer(group_id=group_id) as consumer:
-            existing = consumer.topics()
-            committed: dict[TopicPartitionKey, int] = {}
-            for topic in sorted(set(topics) & existing):
-                for partition in sorted(consumer.partitions_for_topic(topic) or ()):
-                    offset = consumer.committed(TopicPartition(topic, partition))
-                    if offset is not None:
-                        committed[(topic, partition)] = offset
-            return committed
+            committed = {
+                (tp.topic, tp.partition): consumer.committed(tp)
+                for tp in existing_partitions(consumer, topics)
+            }
+        return {tp: offset for tp, offset in committed.items() if offset is not None}
 
     def lag(
         self, topics: Iterable[str], positions: Mapping[TopicPartitionKey, int]

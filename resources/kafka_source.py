@@ -135,10 +135,28 @@ def log_end_offsets(client: Any, partitions: Sequence[Any]) -> dict[TopicPartiti
     return {(tp.topic, tp.partition): max(reported[tp], highwaters.get(tp, 0)) for tp in partitions}
 
 
-def _topic_partitions(keys: Iterable[TopicPartitionKey]) -> list[Any]:
+def _as_topic_partitions(keys: Iterable[TopicPartitionKey]) -> list[Any]:
     from kafka.structs import TopicPartition
 
     return [TopicPartition(topic, partition) for topic, partition in keys]
+
+
+def existing_partitions(
+    client: Any, topics: Iterable[str] = (), pattern: re.Pattern[str] | None = None
+) -> list[Any]:
+    """The partitions of the existing topics named in ``topics`` or matching ``pattern``."""
+    from kafka.structs import TopicPartition
+
+    existing = client.topics()
+    if pattern is not None:
+        names = sorted(t for t in existing if pattern.fullmatch(t))
+    else:
+        names = sorted(set(topics) & existing)
+    return [
+        TopicPartition(topic, partition)
+        for topic in names
+        for partition in sorted(client.partitions_for_topic(topic) or ())
+    ]
 
 
 class KafkaRange(InputPartition):
@@ -173,28 +191,16 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.fail_on_data_loss = options.get("failOnDataLoss", "true").lower() != "false"
         self.read_timeout_ms = int(options.get("readTimeoutMs", "120000"))
         self._target: dict[TopicPartitionKey, int] | None = None
-        self._metadata: Any = None
+        self._metadata_client: Any = None
 
     # ----- planning, on the driver -------------------------------------------------------------
     def _client(self) -> Any:
-        if self._metadata is None:
-            self._metadata = new_consumer(self.bootstrap_servers, fetch_max_wait_ms=100)
-        return self._metadata
+        if self._metadata_client is None:
+            self._metadata_client = new_consumer(self.bootstrap_servers)
+        return self._metadata_client
 
     def _subscribed_partitions(self) -> list[Any]:
-        from kafka.structs import TopicPartition
-
-        client = self._client()
-        existing = client.topics()
-        if self.pattern is not None:
-            topics = sorted(t for t in existing if self.pattern.fullmatch(t))
-        else:
-            topics = [t for t in self.topics if t in existing]
-        return [
-            TopicPartition(topic, partition)
-            for topic in topics
-            for partition in sorted(client.partitions_for_topic(topic) or ())
-        ]
+        return existing_partitions(self._client(), self.topics, self.pattern)
 
     def _log_ends(self, partitions: Sequence[Any]) -> dict[TopicPartitionKey, int]:
         # A fresh consumer: records a reused one buffered earlier would hide the high watermark.
@@ -237,20 +243,22 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def latestOffset(self, start: Offsets, limit: ReadLimit) -> Offsets:
         positions = from_offsets(start)
         ends = self._target if self._target is not None else self._current_ends()
-        positions.update(
-            self._log_starts(_topic_partitions(tp for tp in ends if tp not in positions))
-        )
-        self._check_data_loss(positions, ends)
+        starts = self._log_starts(_as_topic_partitions(ends))
+        for tp in ends:  # a partition new since ``start`` begins at its log start
+            positions.setdefault(tp, starts[tp])
+        self._check_data_loss(positions, ends, starts)
         end = {tp: max(ends.get(tp, offset), offset) for tp, offset in positions.items()}
         if isinstance(limit, ReadMaxRows):
             end = limit_positions(positions, end, limit.max_rows)
         return to_offsets(end)
 
     def _check_data_loss(
-        self, positions: dict[TopicPartitionKey, int], ends: Mapping[TopicPartitionKey, int]
+        self,
+        positions: dict[TopicPartitionKey, int],
+        ends: Mapping[TopicPartitionKey, int],
+        starts: Mapping[TopicPartitionKey, int],
     ) -> None:
         """Fail (or with failOnDataLoss=false skip ahead) when the log lost unread records."""
-        starts = self._log_starts(_topic_partitions(tp for tp in positions if tp in ends))
         for tp, offset in list(positions.items()):
             if tp not in ends:
                 continue
@@ -281,7 +289,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         begin = from_offsets(start)
         stops = from_offsets(end)
         # A partition that appeared after ``start`` was taken is read from its log start.
-        begin.update(self._log_starts(_topic_partitions(tp for tp in stops if tp not in begin)))
+        begin.update(self._log_starts(_as_topic_partitions(tp for tp in stops if tp not in begin)))
         return [
             KafkaRange(topic, partition, begin[(topic, partition)], stop)
             for (topic, partition), stop in sorted(stops.items())
@@ -294,9 +302,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             commit_group_offsets(self.bootstrap_servers, self.group_id, end)
 
     def stop(self) -> None:
-        if self._metadata is not None:
-            self._metadata.close()
-            self._metadata = None
+        if self._metadata_client is not None:
+            self._metadata_client.close()
+            self._metadata_client = None
 
     # ----- reading, on the executors ----------------------------------------------------------
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:

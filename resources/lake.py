@@ -13,6 +13,7 @@ from typing import Any
 import dagster as dg
 import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+from deltalake.exceptions import TableNotFoundError
 from pydantic import Field
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import from_arrow_schema
@@ -77,35 +78,42 @@ class LakeResource(dg.ConfigurableResource):
         """The table's latest snapshot through delta-rs."""
         return DeltaTable(self.table_uri(layer, table), storage_options=self.storage_options)
 
+    def find(self, layer: str, table: str) -> DeltaTable | None:
+        """The table's latest snapshot, or None before the table exists (one log read)."""
+        try:
+            return self.table(layer, table)
+        except TableNotFoundError:
+            return None
+
     def version(self, layer: str, table: str) -> int | None:
         """The table's current version, or None before it exists."""
-        return self.table(layer, table).version() if self.exists(layer, table) else None
+        delta = self.find(layer, table)
+        return delta.version() if delta else None
 
     def committed_version(self, layer: str, table: str, app_id: str) -> int | None:
         """The last version ``app_id`` committed to the table with a transaction marker."""
-        if not self.exists(layer, table):
-            return None
-        return self.table(layer, table).transaction_version(app_id)
+        delta = self.find(layer, table)
+        return delta.transaction_version(app_id) if delta else None
 
     def history(self, layer: str, table: str, limit: int | None = None) -> list[dict[str, Any]]:
         """The table's commits, newest first."""
-        return self.table(layer, table).history(limit) if self.exists(layer, table) else []
+        delta = self.find(layer, table)
+        return delta.history(limit) if delta else []
 
     def row_count(self, layer: str, table: str) -> int:
         """Rows in the table's current snapshot, from the file statistics (no data read)."""
-        if not self.exists(layer, table):
-            return 0
-        actions = pa.table(self.table(layer, table).get_add_actions(flatten=True))
-        return sum(count or 0 for count in actions["num_records"].to_pylist())
+        delta = self.find(layer, table)
+        return _row_count(delta) if delta else 0
 
     def table_metadata(self, layer: str, table: str) -> dict[str, Any]:
         """Dagster metadata for a materialization: row count, name, location, version."""
+        delta = self.find(layer, table)
         return {
-            "dagster/row_count": self.row_count(layer, table),
+            "dagster/row_count": _row_count(delta) if delta else 0,
             "dagster/table_name": f"{layer}.{table}",
             "dagster/storage_kind": "delta",
             "table_uri": dg.MetadataValue.path(self.table_uri(layer, table)),
-            "delta_version": self.version(layer, table),
+            "delta_version": delta.version() if delta else None,
         }
 
     def read(self, spark: SparkSession, layer: str, table: str) -> DataFrame:
@@ -114,11 +122,11 @@ class LakeResource(dg.ConfigurableResource):
         Raises:
             FileNotFoundError: the table does not exist yet.
         """
-        if not self.exists(layer, table):
+        delta = self.find(layer, table)
+        if delta is None:
             raise FileNotFoundError(
                 f"Delta table {layer}.{table} does not exist at {self.table_uri(layer, table)}"
             )
-        delta = self.table(layer, table)
         schema = from_arrow_schema(pa.schema(delta.schema()))
         files = [_hadoop_uri(uri) for uri in delta.file_uris()]
         if not files:
@@ -186,12 +194,12 @@ class LakeResource(dg.ConfigurableResource):
         version: int | None = None,
     ) -> int:
         """Upsert ``data`` by ``keys``: matching rows are updated, the others inserted."""
-        if not self.exists(layer, table):
+        delta = self.find(layer, table)
+        if delta is None:
             return self.append(layer, table, data, app_id=app_id, version=version)
         predicate = " AND ".join(f"target.`{key}` = source.`{key}`" for key in keys)
         (
-            self.table(layer, table)
-            .merge(
+            delta.merge(
                 data,
                 predicate,
                 source_alias="source",
@@ -203,7 +211,7 @@ class LakeResource(dg.ConfigurableResource):
             .when_not_matched_insert_all()
             .execute()
         )
-        return self.table(layer, table).version()
+        return delta.version()
 
     def delete(
         self,
@@ -214,11 +222,16 @@ class LakeResource(dg.ConfigurableResource):
         version: int | None = None,
     ) -> int | None:
         """Delete the rows matching ``predicate``; returns the new version (None: no table)."""
-        if not self.exists(layer, table):
+        delta = self.find(layer, table)
+        if delta is None:
             return None
-        delta = self.table(layer, table)
         delta.delete(predicate, commit_properties=commit_properties(app_id, version))
         return delta.version()
+
+
+def _row_count(delta: DeltaTable) -> int:
+    actions = pa.table(delta.get_add_actions(flatten=True))
+    return sum(count or 0 for count in actions["num_records"].to_pylist())
 
 
 def _hadoop_uri(uri: str) -> str:

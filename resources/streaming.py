@@ -65,9 +65,8 @@ class DeltaBatchSink:
         return self._app_id
 
     def _checkpoint_metadata(self, spark: SparkSession) -> str:
-        local = Path(self.checkpoint) / "metadata"
         if "://" not in self.checkpoint:
-            return local.read_text()
+            return (Path(self.checkpoint) / "metadata").read_text()
         line = spark.read.text(f"{self.checkpoint}/metadata").first()  # any Hadoop file system
         if line is None:
             raise RuntimeError(f"No query id in the checkpoint {self.checkpoint}")
