@@ -101,3 +101,23 @@ def test_a_topic_that_lost_records_fails_instead_of_skipping_them(
         with pytest.raises(Exception, match="at offset 50 but the log now ends at 5"):
             materialize_bpm(resources)
     assert bronze_sequence_numbers(spark, resources) == list(range(50))
+
+
+def test_materialization_reports_rows_offsets_and_version(
+    broker: EmbeddedBroker, resources: dict[str, Any]
+) -> None:
+    resources["kafka"].create_topic(TOPIC_BPM, partitions=2)
+    produce(broker.bootstrap_servers, TOPIC_BPM, heart_rates(0, 600))
+    first = materialize_bpm(resources).asset_materializations_for_node("bronze__bpm")[0]
+    ends = resources["kafka"].end_offsets([TOPIC_BPM])
+    expected_offsets = {TOPIC_BPM: {str(p): end for (_, p), end in ends.items()}}
+    assert sum(ends.values()) == 600
+    assert first.metadata["end_offsets"].value == expected_offsets
+    assert first.metadata["rows_written"].value == 600
+    assert first.metadata["delta_version"].value == 0  # one batch: the table's first commit
+    assert first.metadata["table_uri"].value == resources["lake"].table_uri(BRONZE, TOPIC_BPM)
+
+    again = materialize_bpm(resources).asset_materializations_for_node("bronze__bpm")[0]
+    assert again.metadata["rows_written"].value == 0  # nothing new: no commit, same version
+    assert again.metadata["delta_version"].value == 0
+    assert again.metadata["dagster/row_count"].value == 600
