@@ -12,12 +12,15 @@ from typing import Any
 
 import dagster as dg
 import pyarrow as pa
+import pyarrow.compute as pc
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from deltalake.exceptions import TableNotFoundError
 from pydantic import Field
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import from_arrow_schema
 
+# Every table records its changes, so downstream layers can read them incrementally.
+TABLE_CONFIGURATION = {"delta.enableChangeDataFeed": "true"}
 # Retries when another writer (a stream, OPTIMIZE) commits the same version first.
 MAX_COMMIT_RETRIES = 15
 # Object-store schemes as delta-rs names them, and as Hadoop (Spark) does.
@@ -85,6 +88,14 @@ class LakeResource(dg.ConfigurableResource):
         except TableNotFoundError:
             return None
 
+    def _existing(self, layer: str, table: str) -> DeltaTable:
+        delta = self.find(layer, table)
+        if delta is None:
+            raise FileNotFoundError(
+                f"Delta table {layer}.{table} does not exist at {self.table_uri(layer, table)}"
+            )
+        return delta
+
     def version(self, layer: str, table: str) -> int | None:
         """The table's current version, or None before it exists."""
         delta = self.find(layer, table)
@@ -94,6 +105,11 @@ class LakeResource(dg.ConfigurableResource):
         """The last version ``app_id`` committed to the table with a transaction marker."""
         delta = self.find(layer, table)
         return delta.transaction_version(app_id) if delta else None
+
+    def holds(self, layer: str, table: str, app_id: str, version: int) -> bool:
+        """Whether ``app_id`` already committed ``version`` (or a later one) to the table."""
+        committed = self.committed_version(layer, table, app_id)
+        return committed is not None and committed >= version
 
     def history(self, layer: str, table: str, limit: int | None = None) -> list[dict[str, Any]]:
         """The table's commits, newest first."""
@@ -122,11 +138,7 @@ class LakeResource(dg.ConfigurableResource):
         Raises:
             FileNotFoundError: the table does not exist yet.
         """
-        delta = self.find(layer, table)
-        if delta is None:
-            raise FileNotFoundError(
-                f"Delta table {layer}.{table} does not exist at {self.table_uri(layer, table)}"
-            )
+        delta = self._existing(layer, table)
         schema = from_arrow_schema(pa.schema(delta.schema()))
         files = [_hadoop_uri(uri) for uri in delta.file_uris()]
         if not files:
@@ -135,6 +147,28 @@ class LakeResource(dg.ConfigurableResource):
         # Partition values live in the paths (hive style); basePath makes Spark read them back.
         frame = spark.read.schema(schema).option("basePath", base).parquet(*files)
         return frame.select(*schema.fieldNames())
+
+    def changes_since(
+        self, spark: SparkSession, layer: str, table: str, after_version: int | None
+    ) -> tuple[DataFrame, int | None]:
+        """Rows inserted or updated after ``after_version`` (every row when None), from the change
+        data feed, and the table version they reach.
+
+        Raises:
+            FileNotFoundError: the table does not exist yet.
+        """
+        delta = self._existing(layer, table)
+        current = delta.version()
+        schema = pa.schema(delta.schema())
+        first = 0 if after_version is None else after_version + 1
+        if first > current:
+            return spark.createDataFrame([], from_arrow_schema(schema)), current
+        feed = delta.load_cdf(starting_version=first, ending_version=current)
+        changes = pa.RecordBatchReader.from_stream(feed).read_all()
+        change_type = changes["_change_type"].cast(pa.string())
+        inserted = pc.is_in(change_type, pa.array(["insert", "update_postimage"]))  # pyright: ignore[reportAttributeAccessIssue]
+        kept = changes.select(schema.names).cast(schema).filter(inserted)
+        return spark.createDataFrame(kept), current
 
     def append(
         self,
@@ -156,6 +190,7 @@ class LakeResource(dg.ConfigurableResource):
             data,
             mode="append",
             partition_by=list(partition_by) if partition_by else None,
+            configuration=TABLE_CONFIGURATION,  # used only when the table is created
             schema_mode="merge",
             storage_options=self.storage_options,
             commit_properties=commit_properties(app_id, version, metadata),
@@ -179,6 +214,7 @@ class LakeResource(dg.ConfigurableResource):
             mode="overwrite",
             predicate=predicate,
             partition_by=list(partition_by) if partition_by else None,
+            configuration=TABLE_CONFIGURATION,
             storage_options=self.storage_options,
             commit_properties=commit_properties(app_id, version),
         )
@@ -192,25 +228,40 @@ class LakeResource(dg.ConfigurableResource):
         keys: Sequence[str],
         app_id: str | None = None,
         version: int | None = None,
+        update_when: str | None = None,
+        delete_flag: str | None = None,
     ) -> int:
-        """Upsert ``data`` by ``keys``: matching rows are updated, the others inserted."""
+        """Upsert ``data`` by ``keys``: matching rows are updated, the others inserted.
+
+        Args:
+            update_when: a SQL condition over ``source`` and ``target`` that a matching row must
+                meet to be updated (e.g. ``source.ts > target.ts``: the newest wins).
+            delete_flag: a boolean column of ``data``: rows where it is true delete their match
+                and are never inserted. The column itself is not stored.
+        """
+        kept = [name for name in data.column_names if name != delete_flag]
         delta = self.find(layer, table)
         if delta is None:
-            return self.append(layer, table, data, app_id=app_id, version=version)
-        predicate = " AND ".join(f"target.`{key}` = source.`{key}`" for key in keys)
-        (
-            delta.merge(
-                data,
-                predicate,
-                source_alias="source",
-                target_alias="target",
-                merge_schema=True,
-                commit_properties=commit_properties(app_id, version),
-            )
-            .when_matched_update_all()
-            .when_not_matched_insert_all()
-            .execute()
+            rows = data
+            if delete_flag:
+                rows = data.filter(pc.invert(data[delete_flag]))  # pyright: ignore[reportAttributeAccessIssue]
+            return self.append(layer, table, rows.select(kept), app_id=app_id, version=version)
+        merger = delta.merge(
+            data,
+            " AND ".join(f"target.`{key}` = source.`{key}`" for key in keys),
+            source_alias="source",
+            target_alias="target",
+            merge_schema=True,
+            commit_properties=commit_properties(app_id, version),
         )
+        live = f"NOT source.`{delete_flag}`" if delete_flag else None
+        if delete_flag:
+            merger = merger.when_matched_delete(f"source.`{delete_flag}`")
+        update = " AND ".join(c for c in (live, update_when) if c) or None
+        excluded = [delete_flag] if delete_flag else None
+        merger.when_matched_update_all(update, except_cols=excluded).when_not_matched_insert_all(
+            live, except_cols=excluded
+        ).execute()
         return delta.version()
 
     def delete(

@@ -74,3 +74,28 @@ def test_spark_paths_use_hadoop_schemes() -> None:
     lake = LakeResource(root="s3://bucket/lake")
     assert lake.spark_path("_checkpoints", "s") == "s3a://bucket/lake/_checkpoints/s"
     assert LakeResource(root="/data/lake").spark_path("x") == "/data/lake/x"
+
+
+def test_merge_keeps_the_newest_and_applies_deletes(tmp_path: Path, spark: SparkSession) -> None:
+    lake = LakeResource(root=str(tmp_path))
+    first = pa.table({"id": [1, 2, 3], "ts": [10, 10, 10], "gone": [False, False, True]})
+    lake.merge("silver", "p", first, ["id"], update_when="source.ts > target.ts", delete_flag="gone")
+    later = pa.table({"id": [1, 2, 4], "ts": [5, 20, 1], "gone": [False, True, False]})
+    lake.merge("silver", "p", later, ["id"], update_when="source.ts > target.ts", delete_flag="gone")
+    # id 1: the older ts 5 loses to 10; id 2: deleted; id 3: never inserted; id 4: inserted.
+    rows = sorted((r.id, r.ts) for r in lake.read(spark, "silver", "p").collect())
+    assert rows == [(1, 10), (4, 1)]
+    assert lake.read(spark, "silver", "p").columns == ["id", "ts"]
+
+
+def test_changes_since_returns_only_later_rows(tmp_path: Path, spark: SparkSession) -> None:
+    lake = LakeResource(root=str(tmp_path))
+    v0 = lake.append("bronze", "t", rows([1, 2], [date(2026, 1, 1)] * 2))
+    lake.append("bronze", "t", rows([3], [date(2026, 1, 2)]))
+    everything, version = lake.changes_since(spark, "bronze", "t", None)
+    assert sorted(r.id for r in everything.collect()) == [1, 2, 3] and version == 1
+    later, version = lake.changes_since(spark, "bronze", "t", v0)
+    assert [r.id for r in later.collect()] == [3] and version == 1
+    nothing, version = lake.changes_since(spark, "bronze", "t", 1)
+    assert nothing.count() == 0 and version == 1
+    assert lake.holds("bronze", "t", "app", 0) is False
