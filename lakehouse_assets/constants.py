@@ -18,6 +18,15 @@ TOPIC_WORKOUT: Final = "workout"
 TOPIC_BPM: Final = "bpm"
 KAFKA_TOPICS: Final = (TOPIC_USER_INFO, TOPIC_WORKOUT, TOPIC_BPM)
 
+# Landing zone: files dropped by upstream systems at <root>/landing/<source>/*.csv.
+LANDING_DIR: Final = "landing"
+LANDING_REGISTERED_USERS: Final = "registered_users"
+LANDING_GYM_LOGINS: Final = "gym_logins"
+LANDING_COLUMNS: Final = {
+    LANDING_REGISTERED_USERS: ("user_id", "device_id", "mac_address", "registration_timestamp"),
+    LANDING_GYM_LOGINS: ("mac_address", "gym", "login", "logout"),
+}
+
 # Folder under the lake root holding the Spark streaming checkpoints, one per stream.
 CHECKPOINTS_DIR: Final = "_checkpoints"
 

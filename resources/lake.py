@@ -17,6 +17,7 @@ from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from deltalake.exceptions import TableNotFoundError
 from pydantic import Field
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
 # Every table records its changes, so downstream layers can read them incrementally.
@@ -53,6 +54,9 @@ class LakeResource(dg.ConfigurableResource):
         default_factory=dict,
         description="Options passed to delta-rs for object storage (credentials, region...).",
     )
+    max_files_per_trigger: int = Field(
+        default=1000, description="Landing-zone files read per micro-batch at most."
+    )
 
     @property
     def root_uri(self) -> str:
@@ -72,6 +76,25 @@ class LakeResource(dg.ConfigurableResource):
     def spark_path(self, *parts: str) -> str:
         """A location under the lake root as Spark (Hadoop) names it: s3:// becomes s3a://."""
         return _hadoop_uri(self.path(*parts))
+
+    def read_csv_stream(
+        self, spark: SparkSession, folder: Sequence[str], columns: Sequence[str]
+    ) -> DataFrame:
+        """A stream of the CSV files dropped in ``<root>/<folder...>``: every column as a string
+        (nothing is lost to parsing), plus ``source_file``, the file each row came from.
+
+        Files whose names start with ``.`` or ``_`` are ignored until renamed: writers should
+        write under such a name and rename when done.
+        """
+        if "://" not in self.root_uri:
+            os.makedirs(self.path(*folder), exist_ok=True)
+        return (
+            spark.readStream.schema(", ".join(f"`{column}` string" for column in columns))
+            .option("header", "true")
+            .option("maxFilesPerTrigger", str(self.max_files_per_trigger))
+            .csv(self.spark_path(*folder))
+            .select("*", F.col("_metadata.file_path").alias("source_file"))
+        )
 
     def exists(self, layer: str, table: str) -> bool:
         """Whether the table has been created."""

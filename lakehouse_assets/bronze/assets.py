@@ -1,19 +1,69 @@
-"""Bronze assets: one Delta table per Kafka topic, filled by an availableNow stream."""
+"""Bronze assets: one Delta table per Kafka topic and per landing-zone source, each filled by an
+availableNow stream, exactly once."""
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 import dagster as dg
 from pyspark.sql import DataFrame
 
-from lakehouse_assets.bronze.transforms import KAFKA_BRONZE_PARTITION, kafka_to_bronze
-from lakehouse_assets.constants import BRONZE, CHECKPOINTS_DIR, KAFKA_TOPICS, asset_key, stream_name
+from lakehouse_assets.bronze.transforms import (
+    KAFKA_BRONZE_PARTITION,
+    kafka_to_bronze,
+    landing_to_bronze,
+)
+from lakehouse_assets.constants import (
+    BRONZE,
+    CHECKPOINTS_DIR,
+    KAFKA_TOPICS,
+    LANDING_COLUMNS,
+    LANDING_DIR,
+    asset_key,
+    stream_name,
+)
 from resources import KafkaResource, LakeResource, SparkResource
-from resources.kafka_source import KAFKA_SOURCE_SCHEMA
-from resources.streaming import DeltaBatchSink, run_available_now
+from resources.streaming import BatchTransform, DeltaBatchSink, StreamRun, run_available_now
 
 
-def _to_bronze(records: DataFrame) -> DataFrame:
+def _kafka_rows(records: DataFrame) -> DataFrame:
     return kafka_to_bronze(records, ingested_at=datetime.now(UTC))
+
+
+def _landing_rows(rows: DataFrame) -> DataFrame:
+    return landing_to_bronze(rows, ingested_at=datetime.now(UTC))
+
+
+def run_bronze_stream(
+    context: dg.AssetExecutionContext,
+    lake: LakeResource,
+    table: str,
+    source: DataFrame,
+    transform: BatchTransform,
+    partition_by: Sequence[str] = (),
+) -> tuple[StreamRun, dict[str, Any]]:
+    """Run ``source`` into ``bronze.<table>`` until caught up; returns the run and its metadata.
+
+    The table is created (empty) even when the source has no data yet, so downstream can read it.
+    """
+    stream = stream_name(BRONZE, table)
+    checkpoint = lake.spark_path(CHECKPOINTS_DIR, stream)
+    sink = DeltaBatchSink(lake, BRONZE, table, stream, checkpoint, transform, partition_by)
+    run = run_available_now(source, sink)
+    if not lake.exists(BRONZE, table):
+        empty = source.sparkSession.createDataFrame([], source.schema)
+        lake.append(BRONZE, table, transform(empty).toArrow(), partition_by)
+    context.log.info(
+        f"{stream}: {run.rows_written} rows in batches {run.batches_committed}; "
+        f"skipped already-committed batches {run.batches_skipped}"
+    )
+    metadata = {
+        **lake.table_metadata(BRONZE, table),
+        "rows_written": run.rows_written,
+        "batches_committed": len(run.batches_committed),
+        "batches_skipped": dg.MetadataValue.json(run.batches_skipped),
+    }
+    return run, metadata
 
 
 def kafka_bronze_asset(topic: str) -> dg.AssetsDefinition:
@@ -35,32 +85,15 @@ def kafka_bronze_asset(topic: str) -> dg.AssetsDefinition:
         lake: LakeResource,
     ) -> dg.MaterializeResult:
         log_ends = kafka.end_offsets([topic])  # fails fast, naming the servers, if unreachable
-        session = spark.get_session()
-        sink = DeltaBatchSink(
-            lake,
-            BRONZE,
-            topic,
-            stream,
-            checkpoint=lake.spark_path(CHECKPOINTS_DIR, stream),
-            transform=_to_bronze,
-            partition_by=[KAFKA_BRONZE_PARTITION],
+        records = kafka.read_stream(spark.get_session(), [topic], group_id=stream)
+        run, metadata = run_bronze_stream(
+            context, lake, topic, records, _kafka_rows, [KAFKA_BRONZE_PARTITION]
         )
-        run = run_available_now(kafka.read_stream(session, [topic], group_id=stream), sink)
         if run.end_offsets:
             kafka.commit_offsets(stream, run.end_offsets)
-        if not lake.exists(BRONZE, topic):  # no records yet: create the empty table
-            empty = session.createDataFrame([], KAFKA_SOURCE_SCHEMA)
-            lake.append(BRONZE, topic, _to_bronze(empty).toArrow(), [KAFKA_BRONZE_PARTITION])
-        context.log.info(
-            f"{stream}: {run.rows_written} rows in batches {run.batches_committed}; "
-            f"skipped already-committed batches {run.batches_skipped}"
-        )
         return dg.MaterializeResult(
             metadata={
-                **lake.table_metadata(BRONZE, topic),
-                "rows_written": run.rows_written,
-                "batches_committed": len(run.batches_committed),
-                "batches_skipped": dg.MetadataValue.json(run.batches_skipped),
+                **metadata,
                 "end_offsets": dg.MetadataValue.json(run.end_offsets or {}),
                 "log_end_offsets": dg.MetadataValue.json(
                     {f"{t}-{p}": offset for (t, p), offset in sorted(log_ends.items())}
@@ -71,4 +104,30 @@ def kafka_bronze_asset(topic: str) -> dg.AssetsDefinition:
     return _asset
 
 
+def landing_bronze_asset(source: str, columns: Sequence[str]) -> dg.AssetsDefinition:
+    """The bronze asset of a landing-zone folder: each CSV file's rows exactly once, as text."""
+    stream = stream_name(BRONZE, source)
+
+    @dg.asset(
+        key=asset_key(BRONZE, source),
+        group_name=BRONZE,
+        kinds={"spark", "delta", "csv"},
+        pool=stream,
+        description=f"Rows of the CSV files dropped in `landing/{source}/` (columns "
+        f"{', '.join(columns)}), each file exactly once, every value as text, with the file "
+        "name and load time.",
+    )
+    def _asset(
+        context: dg.AssetExecutionContext, spark: SparkResource, lake: LakeResource
+    ) -> dg.MaterializeResult:
+        rows = lake.read_csv_stream(spark.get_session(), [LANDING_DIR, source], columns)
+        _, metadata = run_bronze_stream(context, lake, source, rows, _landing_rows)
+        return dg.MaterializeResult(metadata=metadata)
+
+    return _asset
+
+
 bronze_kafka_assets = [kafka_bronze_asset(topic) for topic in KAFKA_TOPICS]
+bronze_landing_assets = [
+    landing_bronze_asset(source, columns) for source, columns in LANDING_COLUMNS.items()
+]

@@ -21,3 +21,13 @@ def kafka_to_bronze(records: DataFrame, ingested_at: datetime) -> DataFrame:
     return records.withColumn("ingested_at", F.lit(ingested_at).cast("timestamp")).withColumn(
         KAFKA_BRONZE_PARTITION, F.to_date(F.col("timestamp"))
     )
+
+
+def landing_to_bronze(rows: DataFrame, ingested_at: datetime) -> DataFrame:
+    """Landing-zone rows (strings, with ``source_file``) with their ingestion time.
+
+    Args:
+        rows: rows of the landing CSV stream.
+        ingested_at: when this batch is written to bronze (timezone-aware).
+    """
+    return rows.withColumn("ingested_at", F.lit(ingested_at).cast("timestamp"))

@@ -79,9 +79,13 @@ def test_spark_paths_use_hadoop_schemes() -> None:
 def test_merge_keeps_the_newest_and_applies_deletes(tmp_path: Path, spark: SparkSession) -> None:
     lake = LakeResource(root=str(tmp_path))
     first = pa.table({"id": [1, 2, 3], "ts": [10, 10, 10], "gone": [False, False, True]})
-    lake.merge("silver", "p", first, ["id"], update_when="source.ts > target.ts", delete_flag="gone")
+    lake.merge(
+        "silver", "p", first, ["id"], update_when="source.ts > target.ts", delete_flag="gone"
+    )
     later = pa.table({"id": [1, 2, 4], "ts": [5, 20, 1], "gone": [False, True, False]})
-    lake.merge("silver", "p", later, ["id"], update_when="source.ts > target.ts", delete_flag="gone")
+    lake.merge(
+        "silver", "p", later, ["id"], update_when="source.ts > target.ts", delete_flag="gone"
+    )
     # id 1: the older ts 5 loses to 10; id 2: deleted; id 3: never inserted; id 4: inserted.
     rows = sorted((r.id, r.ts) for r in lake.read(spark, "silver", "p").collect())
     assert rows == [(1, 10), (4, 1)]
