@@ -1,0 +1,1 @@
+"""Silver: validated, typed, deduplicated tables, maintained incrementally from bronze."""

@@ -1,0 +1,146 @@
+"""Pure silver transforms of the fitness pipeline (rules: ``docs/fitness_pipeline.md``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from lakehouse_assets.silver.validation import JsonField, parse_csv, parse_json
+
+USER_INFO_FIELDS = (
+    JsonField("user_id", "integer"),
+    JsonField("update_type", "string", allowed=("new", "update", "delete")),
+    JsonField("timestamp", "number"),
+    JsonField("dob", "string", required=False),
+    JsonField("sex", "string", required=False),
+    JsonField("gender", "string", required=False),
+    JsonField("first_name", "string", required=False),
+    JsonField("last_name", "string", required=False),
+    JsonField("street_address", "string", required=False, path="$.address.street_address"),
+    JsonField("city", "string", required=False, path="$.address.city"),
+    JsonField("state", "string", required=False, path="$.address.state"),
+    JsonField("zip", "integer", required=False, path="$.address.zip"),
+)
+WORKOUT_FIELDS = (
+    JsonField("user_id", "integer"),
+    JsonField("workout_id", "integer"),
+    JsonField("session_id", "integer"),
+    JsonField("action", "string", allowed=("start", "stop")),
+    JsonField("timestamp", "number"),
+)
+BPM_FIELDS = (
+    JsonField("device_id", "integer"),
+    JsonField("time", "integer"),
+    JsonField("heartrate", "number", required=False),
+)
+DOB_FORMAT = "MM/dd/yyyy"
+
+
+def _later_record_first() -> list[Column]:
+    """Among records of one key, the later Kafka record wins (partition, then offset)."""
+    return [F.col("partition").desc(), F.col("offset").desc()]
+
+
+def _epoch_to_timestamp(seconds: Column) -> Column:
+    """Epoch seconds (integer or decimal) as a timestamp, to the microsecond (no float rounding)."""
+    return F.timestamp_micros((seconds * 1_000_000).cast("bigint"))
+
+
+def _dob(text: Column) -> Column:
+    return F.to_date(F.try_to_timestamp(text, F.lit(DOB_FORMAT)))
+
+
+def _latest(rows: DataFrame, keys: Sequence[str], order: Sequence[Column]) -> DataFrame:
+    """One row per ``keys``: the first in ``order``."""
+    window = Window.partitionBy(*keys).orderBy(*order)
+    return rows.withColumn("_rank", F.row_number().over(window)).where("_rank = 1").drop("_rank")
+
+
+def parse_user_info(records: DataFrame) -> DataFrame:
+    """``user_info`` bronze records, typed, with a rejection ``reason``."""
+    bad_dob = F.col("dob").isNotNull() & _dob(F.col("dob")).isNull()
+    return parse_json(records, USER_INFO_FIELDS, extra=[(bad_dob, "bad dob")])
+
+
+def parse_workout(records: DataFrame) -> DataFrame:
+    """``workout`` bronze records, typed, with a rejection ``reason``."""
+    return parse_json(records, WORKOUT_FIELDS)
+
+
+def parse_bpm(records: DataFrame) -> DataFrame:
+    """``bpm`` bronze records, typed, with a rejection ``reason``."""
+    return parse_json(records, BPM_FIELDS)
+
+
+def parse_registered_users(rows: DataFrame) -> DataFrame:
+    """``registered_users`` landing rows, typed, with a rejection ``reason``."""
+    columns = ("user_id", "device_id", "mac_address", "registration_timestamp")
+    return parse_csv(rows, columns, numeric={"user_id", "device_id", "registration_timestamp"})
+
+
+def parse_gym_logins(rows: DataFrame) -> DataFrame:
+    """``gym_logins`` landing rows, typed, with a rejection ``reason``."""
+    return parse_csv(rows, ("mac_address", "gym", "login", "logout"), {"login", "logout"})
+
+
+def users(registrations: DataFrame) -> DataFrame:
+    """One row per user: the latest registration (valid ``registered_users`` rows)."""
+    latest = _latest(registrations, ["user_id"], [F.col("registration_timestamp").desc()])
+    return latest.select(
+        "user_id",
+        "device_id",
+        "mac_address",
+        F.timestamp_seconds("registration_timestamp").alias("registration_timestamp"),
+    )
+
+
+def gym_logs(logins: DataFrame) -> DataFrame:
+    """One row per visit ``(mac_address, gym, login)`` with the latest logout seen."""
+    visits = logins.groupBy("mac_address", "gym", "login").agg(F.max("logout").alias("logout"))
+    return visits.select(
+        "mac_address",
+        "gym",
+        F.timestamp_seconds("login").alias("login"),
+        F.timestamp_seconds("logout").alias("logout"),
+    )
+
+
+def latest_profiles(events: DataFrame) -> DataFrame:
+    """Per user, the newest profile event (by ``timestamp``, then the later Kafka record), with
+    ``deleted`` true when that event is a delete (SCD type 1)."""
+    newest = _latest(events, ["user_id"], [F.col("timestamp").desc(), *_later_record_first()])
+    return newest.select(
+        "user_id",
+        _dob(F.col("dob")).alias("dob"),
+        "sex",
+        "gender",
+        "first_name",
+        "last_name",
+        "street_address",
+        "city",
+        "state",
+        "zip",
+        _epoch_to_timestamp(F.col("timestamp")).alias("updated"),
+        (F.col("update_type") == "delete").alias("deleted"),
+    )
+
+
+def heart_rate(readings: DataFrame) -> DataFrame:
+    """One row per ``(device_id, time)``; ``valid`` when the heart rate is present and positive."""
+    latest = _latest(readings, ["device_id", "time"], _later_record_first())
+    rate = F.col("heartrate").cast("double")
+    return latest.select(
+        "device_id",
+        F.timestamp_seconds("time").alias("time"),
+        rate.alias("heartrate"),
+        F.coalesce(rate > 0, F.lit(False)).alias("valid"),
+    )
+
+
+def workouts(actions: DataFrame) -> DataFrame:
+    """One row per ``(user_id, workout_id, session_id, action)`` with its time."""
+    keys = ["user_id", "workout_id", "session_id", "action"]
+    latest = _latest(actions, keys, _later_record_first())
+    return latest.select(*keys, _epoch_to_timestamp(F.col("timestamp")).alias("time"))

@@ -1,0 +1,138 @@
+"""Pure validation of raw bronze records: typed fields, and a reason for each rejected record.
+
+The rules are those of ``docs/fitness_pipeline.md``: the first failing rule, in the order the
+fields are declared, is the reason. A record with a reason goes to its source's quarantine table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+Kind = Literal["integer", "number", "string"]
+REASON = "reason"
+QUARANTINE_COLUMNS = ("source", "partition", "offset", "raw", REASON, "ingested_at")
+# Spark SQL types the fields are read as: epoch seconds keep their microseconds as decimals.
+_SQL_TYPE = {"integer": "bigint", "number": "decimal(20,6)", "string": "string"}
+
+
+@dataclass(frozen=True)
+class JsonField:
+    """A field of a JSON record: its name, path, kind, whether required, and allowed values."""
+
+    name: str
+    kind: Kind
+    required: bool = True
+    allowed: tuple[str, ...] = ()
+    path: str | None = None
+
+    @property
+    def json_path(self) -> str:
+        return self.path or f"$.{self.name}"
+
+
+def _variant_type(path: str) -> Column:
+    return F.expr(f"schema_of_variant(variant_get(_variant, '{path}'))")
+
+
+def _has_kind(variant_type: Column, kind: Kind) -> Column:
+    if kind == "integer":
+        return variant_type == "BIGINT"
+    if kind == "number":
+        return variant_type.isin("BIGINT", "DOUBLE", "FLOAT") | variant_type.startswith("DECIMAL")
+    return variant_type == "STRING"
+
+
+def _json_checks(fields: Sequence[JsonField]) -> list[tuple[Column, str]]:
+    is_object = F.expr("schema_of_variant(_variant)").startswith("OBJECT")
+    checks = [(F.col("_variant").isNull() | ~is_object, "malformed json")]
+    for field in fields:
+        variant_type = _variant_type(field.json_path)
+        present = variant_type.isNotNull() & (variant_type != "VOID")
+        right_kind = _has_kind(variant_type, field.kind)
+        if field.required:
+            checks.append((~present, f"missing {field.name}"))
+        checks.append((present & ~right_kind, f"wrong type {field.name}"))
+        if field.allowed:
+            value = F.expr(f"try_variant_get(_variant, '{field.json_path}', 'string')")
+            checks.append(
+                (present & right_kind & ~value.isin(*field.allowed), f"unknown {field.name}")
+            )
+    return checks
+
+
+def first_failure(checks: Sequence[tuple[Column, str]]) -> Column:
+    """The message of the first check whose condition is true, else null."""
+    return F.coalesce(*[F.when(condition, F.lit(message)) for condition, message in checks])
+
+
+def parse_json(
+    records: DataFrame, fields: Sequence[JsonField], extra: Sequence[tuple[Column, str]] = ()
+) -> DataFrame:
+    """Kafka bronze rows with each field typed and a ``reason`` (null when the record is valid).
+
+    Args:
+        records: bronze rows with ``value`` (the raw JSON text) and the Kafka coordinates.
+        fields: the fields to read, in the order their rules apply.
+        extra: further ``(condition, reason)`` rules over the typed fields, applied last.
+    """
+    parsed = records.withColumn("_variant", F.expr("try_parse_json(value)"))
+    typed = [
+        F.expr(f"try_variant_get(_variant, '{f.json_path}', '{_SQL_TYPE[f.kind]}')").alias(f.name)
+        for f in fields
+    ]
+    with_fields = parsed.select("*", *typed)
+    checks = [*_json_checks(fields), *extra]
+    return with_fields.withColumn(REASON, first_failure(checks)).drop("_variant")
+
+
+def parse_csv(rows: DataFrame, columns: Sequence[str], numeric: Collection[str]) -> DataFrame:
+    """Landing rows (all text) with numeric columns as integers, the row as ``raw`` text, and a
+    ``reason`` (null when valid).
+
+    Args:
+        rows: bronze landing rows.
+        columns: the file's columns, in file order (the order their rules apply); all required.
+        numeric: those that must be integers.
+    """
+    checks: list[tuple[Column, str]] = []
+    for column in columns:
+        text = F.trim(F.col(column))
+        checks.append((text.isNull() | (text == ""), f"missing {column}"))
+        if column in numeric:
+            checks.append((text.try_cast("bigint").isNull(), f"wrong type {column}"))
+    raw = F.concat_ws(",", *[F.coalesce(F.col(c), F.lit("")) for c in columns])
+    checked = rows.withColumn(REASON, first_failure(checks)).withColumn("raw", raw)
+    return checked.select(
+        *[F.trim(F.col(c)).try_cast("bigint").alias(c) if c in numeric else c for c in columns],
+        *[c for c in checked.columns if c not in columns],
+    )
+
+
+def valid(parsed: DataFrame) -> DataFrame:
+    """The records that passed every rule, without the ``reason`` column."""
+    return parsed.where(F.col(REASON).isNull()).drop(REASON, "raw")
+
+
+def kafka_quarantine(parsed: DataFrame) -> DataFrame:
+    """Rejected Kafka records in the quarantine shape: coordinates, raw value, reason."""
+    return parsed.where(F.col(REASON).isNotNull()).select(
+        F.col("topic").alias("source"), "partition", "offset",
+        F.col("value").alias("raw"), REASON, "ingested_at",
+    )  # fmt: skip
+
+
+def csv_quarantine(parsed: DataFrame) -> DataFrame:
+    """Rejected landing rows in the quarantine shape: file, raw row text, reason."""
+    return parsed.where(F.col(REASON).isNotNull()).select(
+        F.col("source_file").alias("source"),
+        F.lit(None).cast("int").alias("partition"),
+        F.lit(None).cast("long").alias("offset"),
+        "raw",
+        REASON,
+        "ingested_at",
+    )

@@ -1,0 +1,95 @@
+"""Silver transforms on small hand-built DataFrames, expectations computed by hand."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+from decimal import Decimal
+
+from pyspark.sql import SparkSession
+from pyspark.testing import assertDataFrameEqual
+
+from lakehouse_assets.silver import transforms
+
+
+def ts(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, UTC).replace(tzinfo=None)
+
+
+def test_users_keep_the_latest_registration(spark: SparkSession) -> None:
+    rows = spark.createDataFrame(
+        [(1, 1001, "m1", 100), (1, 1009, "m9", 300), (2, 1002, "m2", 200)],
+        "user_id long, device_id long, mac_address string, registration_timestamp long",
+    )
+    expected = spark.createDataFrame(
+        [(1, 1009, "m9", ts(300)), (2, 1002, "m2", ts(200))],
+        "user_id long, device_id long, mac_address string, registration_timestamp timestamp",
+    )
+    assertDataFrameEqual(transforms.users(rows), expected)
+
+
+def test_gym_logs_keep_the_latest_logout(spark: SparkSession) -> None:
+    rows = spark.createDataFrame(
+        [("m1", "5", 100, 200), ("m1", "5", 100, 260), ("m1", "5", 400, 500)],
+        "mac_address string, gym string, login long, logout long",
+    )
+    expected = spark.createDataFrame(
+        [("m1", "5", ts(100), ts(260)), ("m1", "5", ts(400), ts(500))],
+        "mac_address string, gym string, login timestamp, logout timestamp",
+    )
+    assertDataFrameEqual(transforms.gym_logs(rows), expected)
+
+
+PROFILE = (
+    "user_id long, update_type string, timestamp decimal(20,6), dob string, sex string, "
+    "gender string, first_name string, last_name string, street_address string, city string, "
+    "state string, zip long, partition int, offset long"
+)
+
+
+def test_newest_profile_event_wins_whatever_the_arrival_order(spark: SparkSession) -> None:
+    def event(user: int, kind: str, at: str, name: str, offset: int) -> tuple:
+        return (user, kind, Decimal(at), "01/31/1990", "F", "female", name, "L", "1 St",
+                "Austin", "TX", 73301, 0, offset)  # fmt: skip
+
+    events = spark.createDataFrame(
+        [
+            event(1, "update", "20.25", "newest", 0),  # arrives first, but is the newest
+            event(1, "new", "10", "oldest", 1),
+            event(2, "new", "10", "x", 2),
+            event(2, "delete", "30", "x", 3),
+            event(2, "update", "20", "late", 4),  # older than the delete: stays deleted
+        ],
+        PROFILE,
+    )
+    result = {r.user_id: r for r in transforms.latest_profiles(events).collect()}
+    assert (result[1].first_name, result[1].deleted) == ("newest", False)
+    assert result[1].updated == datetime(1970, 1, 1, 0, 0, 20, 250000)
+    assert result[1].dob == date(1990, 1, 31)
+    assert result[2].deleted is True
+
+
+def test_heart_rate_validity_and_dedup(spark: SparkSession) -> None:
+    readings = spark.createDataFrame(
+        [(5, 100, Decimal("71.5"), 0, 0), (5, 100, Decimal("71.5"), 0, 1),
+         (5, 110, None, 0, 2), (5, 120, Decimal("0"), 0, 3)],  # fmt: skip
+        "device_id long, time long, heartrate decimal(20,6), partition int, offset long",
+    )
+    expected = spark.createDataFrame(
+        [(5, ts(100), 71.5, True), (5, ts(110), None, False), (5, ts(120), 0.0, False)],
+        "device_id long, time timestamp, heartrate double, valid boolean",
+    )
+    assertDataFrameEqual(transforms.heart_rate(readings), expected)
+
+
+def test_workouts_one_row_per_action(spark: SparkSession) -> None:
+    actions = spark.createDataFrame(
+        [(1, 2, 1, "start", Decimal(100), 0, 0), (1, 2, 1, "start", Decimal(100), 0, 1),
+         (1, 2, 1, "stop", Decimal(700), 0, 2)],  # fmt: skip
+        "user_id long, workout_id long, session_id long, action string, "
+        "timestamp decimal(20,6), partition int, offset long",
+    )
+    expected = spark.createDataFrame(
+        [(1, 2, 1, "start", ts(100)), (1, 2, 1, "stop", ts(700))],
+        "user_id long, workout_id long, session_id long, action string, time timestamp",
+    )
+    assertDataFrameEqual(transforms.workouts(actions), expected)

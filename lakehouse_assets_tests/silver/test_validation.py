@@ -1,0 +1,81 @@
+"""Validation rules on hand-built records (docs/fitness_pipeline.md, "What is rejected")."""
+
+from __future__ import annotations
+
+from pyspark.sql import SparkSession
+
+from lakehouse_assets.silver.transforms import parse_gym_logins, parse_user_info, parse_workout
+
+KAFKA = "topic string, partition int, offset long, key string, value string, ingested_at timestamp"
+
+
+def kafka_rows(spark: SparkSession, values: list[str]):  # noqa: ANN201
+    return spark.createDataFrame(
+        [("t", 0, offset, None, value, None) for offset, value in enumerate(values)], KAFKA
+    )
+
+
+def reasons(parsed) -> list[str | None]:  # noqa: ANN001
+    return [row.reason for row in parsed.orderBy("offset").collect()]
+
+
+def test_user_info_rules_in_order(spark: SparkSession) -> None:
+    values = [
+        '{"user_id": 1, "update_type": "new", "timestamp": 10, "dob": "01/31/1990"}',
+        '{"user_id": 1, "update_type": "update", "timestamp": 10.5, "dob": null}',
+        "not json",
+        "[1, 2]",
+        '{"update_type": "new", "timestamp": 10}',
+        '{"user_id": "abc", "update_type": "new", "timestamp": 10}',
+        '{"user_id": 3.0, "update_type": "new", "timestamp": 10}',
+        '{"user_id": 1, "update_type": "upsert", "timestamp": 10}',
+        '{"user_id": 1, "update_type": "new", "timestamp": "10"}',
+        '{"user_id": 1, "update_type": "new", "timestamp": 10, "dob": "1990-01-31"}',
+        '{"user_id": "x", "timestamp": "y"}',  # several failures: the first field's rule wins
+    ]
+    assert reasons(parse_user_info(kafka_rows(spark, values))) == [
+        None,
+        None,
+        "malformed json",
+        "malformed json",
+        "missing user_id",
+        "wrong type user_id",
+        "wrong type user_id",
+        "unknown update_type",
+        "wrong type timestamp",
+        "bad dob",
+        "wrong type user_id",
+    ]
+
+
+def test_user_info_fields_are_typed(spark: SparkSession) -> None:
+    value = (
+        '{"user_id": 7, "update_type": "new", "timestamp": 1700000000.123456, "dob": "02/03/1990",'
+        ' "address": {"street_address": "1 Main St", "city": "Austin", "state": "TX", "zip": 73301}}'
+    )
+    row = parse_user_info(kafka_rows(spark, [value])).first()
+    assert row is not None
+    assert (row.user_id, row.city, row.state, row.zip) == (7, "Austin", "TX", 73301)
+    assert str(row.timestamp) == "1700000000.123456"
+
+
+def test_workout_action_must_be_known(spark: SparkSession) -> None:
+    base = '{"user_id": 1, "workout_id": 2, "session_id": 3, "timestamp": 5, "action": '
+    parsed = parse_workout(kafka_rows(spark, [base + '"start"}', base + '"pause"}']))
+    assert reasons(parsed) == [None, "unknown action"]
+
+
+def test_csv_rows_need_every_column_and_numbers(spark: SparkSession) -> None:
+    rows = spark.createDataFrame(
+        [
+            ("m1", "5", "100", "200", "a.csv", None),
+            ("m1", "5", "100", "soon", "a.csv", None),
+            ("m1", "", "100", "200", "a.csv", None),
+            ("m1", "5", "1.5", "200", "a.csv", None),
+        ],
+        "mac_address string, gym string, login string, logout string, source_file string, "
+        "ingested_at timestamp",
+    )
+    parsed = parse_gym_logins(rows).collect()
+    assert [r.reason for r in parsed] == [None, "wrong type logout", "missing gym", "wrong type login"]
+    assert (parsed[0].login, parsed[0].logout, parsed[1].raw) == (100, 200, "m1,5,100,soon")
