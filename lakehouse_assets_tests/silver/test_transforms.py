@@ -48,8 +48,22 @@ PROFILE = (
 
 def test_newest_profile_event_wins_whatever_the_arrival_order(spark: SparkSession) -> None:
     def event(user: int, kind: str, at: str, name: str, offset: int) -> tuple:
-        return (user, kind, Decimal(at), "01/31/1990", "F", "female", name, "L", "1 St",
-                "Austin", "TX", 73301, 0, offset)  # fmt: skip
+        return (
+            user,
+            kind,
+            Decimal(at),
+            "01/31/1990",
+            "F",
+            "female",
+            name,
+            "L",
+            "1 St",
+            "Austin",
+            "TX",
+            73301,
+            0,
+            offset,
+        )
 
     events = spark.createDataFrame(
         [
@@ -70,8 +84,12 @@ def test_newest_profile_event_wins_whatever_the_arrival_order(spark: SparkSessio
 
 def test_heart_rate_validity_and_dedup(spark: SparkSession) -> None:
     readings = spark.createDataFrame(
-        [(5, 100, Decimal("71.5"), 0, 0), (5, 100, Decimal("71.5"), 0, 1),
-         (5, 110, None, 0, 2), (5, 120, Decimal("0"), 0, 3)],  # fmt: skip
+        [
+            (5, 100, Decimal("71.5"), 0, 0),
+            (5, 100, Decimal("71.5"), 0, 1),
+            (5, 110, None, 0, 2),
+            (5, 120, Decimal("0"), 0, 3),
+        ],
         "device_id long, time long, heartrate decimal(20,6), partition int, offset long",
     )
     expected = spark.createDataFrame(
@@ -83,8 +101,11 @@ def test_heart_rate_validity_and_dedup(spark: SparkSession) -> None:
 
 def test_workouts_one_row_per_action(spark: SparkSession) -> None:
     actions = spark.createDataFrame(
-        [(1, 2, 1, "start", Decimal(100), 0, 0), (1, 2, 1, "start", Decimal(100), 0, 1),
-         (1, 2, 1, "stop", Decimal(700), 0, 2)],  # fmt: skip
+        [
+            (1, 2, 1, "start", Decimal(100), 0, 0),
+            (1, 2, 1, "start", Decimal(100), 0, 1),
+            (1, 2, 1, "stop", Decimal(700), 0, 2),
+        ],
         "user_id long, workout_id long, session_id long, action string, "
         "timestamp decimal(20,6), partition int, offset long",
     )

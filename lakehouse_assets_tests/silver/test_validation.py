@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from lakehouse_assets.silver.transforms import parse_gym_logins, parse_user_info, parse_workout
 
 KAFKA = "topic string, partition int, offset long, key string, value string, ingested_at timestamp"
 
 
-def kafka_rows(spark: SparkSession, values: list[str]):  # noqa: ANN201
+def kafka_rows(spark: SparkSession, values: list[str]) -> DataFrame:
     return spark.createDataFrame(
         [("t", 0, offset, None, value, None) for offset, value in enumerate(values)], KAFKA
     )
 
 
-def reasons(parsed) -> list[str | None]:  # noqa: ANN001
+def reasons(parsed: DataFrame) -> list[str | None]:
     return [row.reason for row in parsed.orderBy("offset").collect()]
 
 
@@ -51,7 +51,8 @@ def test_user_info_rules_in_order(spark: SparkSession) -> None:
 def test_user_info_fields_are_typed(spark: SparkSession) -> None:
     value = (
         '{"user_id": 7, "update_type": "new", "timestamp": 1700000000.123456, "dob": "02/03/1990",'
-        ' "address": {"street_address": "1 Main St", "city": "Austin", "state": "TX", "zip": 73301}}'
+        ' "address": {"street_address": "1 Main St", "city": "Austin", "state": "TX",'
+        ' "zip": 73301}}'
     )
     row = parse_user_info(kafka_rows(spark, [value])).first()
     assert row is not None
@@ -77,5 +78,6 @@ def test_csv_rows_need_every_column_and_numbers(spark: SparkSession) -> None:
         "ingested_at timestamp",
     )
     parsed = parse_gym_logins(rows).collect()
-    assert [r.reason for r in parsed] == [None, "wrong type logout", "missing gym", "wrong type login"]
+    expected = [None, "wrong type logout", "missing gym", "wrong type login"]
+    assert [r.reason for r in parsed] == expected
     assert (parsed[0].login, parsed[0].logout, parsed[1].raw) == (100, 200, "m1,5,100,soon")
