@@ -7,7 +7,7 @@ as Parquet from the snapshot's own file list, never by listing the folder.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import dagster as dg
@@ -28,17 +28,18 @@ MAX_COMMIT_RETRIES = 15
 _HADOOP_SCHEMES = {"s3://": "s3a://"}
 
 
+Markers = Mapping[str, int]
+
+
 def commit_properties(
-    app_id: str | None = None, version: int | None = None, metadata: dict[str, Any] | None = None
+    markers: Markers | None = None, metadata: dict[str, Any] | None = None
 ) -> CommitProperties:
-    """Commit properties, with an idempotency marker ``(app_id, version)`` when given."""
-    transactions = (
-        [Transaction(app_id, version)] if app_id is not None and version is not None else None
-    )
+    """Commit properties carrying idempotency markers ``{app id: version}``, if any."""
+    transactions = [Transaction(app_id, version) for app_id, version in (markers or {}).items()]
     return CommitProperties(
         custom_metadata=metadata,
         max_commit_retries=MAX_COMMIT_RETRIES,
-        app_transactions=transactions,
+        app_transactions=transactions or None,
     )
 
 
@@ -129,10 +130,16 @@ class LakeResource(dg.ConfigurableResource):
         delta = self.find(layer, table)
         return delta.transaction_version(app_id) if delta else None
 
-    def holds(self, layer: str, table: str, app_id: str, version: int) -> bool:
-        """Whether ``app_id`` already committed ``version`` (or a later one) to the table."""
-        committed = self.committed_version(layer, table, app_id)
-        return committed is not None and committed >= version
+    def holds(self, layer: str, table: str, markers: Markers) -> bool:
+        """Whether the table holds every ``{app id: version}`` marker (or a later version)."""
+        delta = self.find(layer, table)
+        if delta is None:
+            return False
+        for app_id, version in markers.items():
+            committed = delta.transaction_version(app_id)
+            if committed is None or committed < version:
+                return False
+        return True
 
     def history(self, layer: str, table: str, limit: int | None = None) -> list[dict[str, Any]]:
         """The table's commits, newest first."""
@@ -199,14 +206,13 @@ class LakeResource(dg.ConfigurableResource):
         table: str,
         data: pa.Table,
         partition_by: Sequence[str] | None = None,
-        app_id: str | None = None,
-        version: int | None = None,
+        markers: Markers | None = None,
         metadata: dict[str, Any] | None = None,
     ) -> int:
         """Append rows (creating the table if needed) and return the new table version.
 
-        With ``app_id`` and ``version`` the commit carries a transaction marker, so a caller can
-        tell later whether this write already happened (see ``committed_version``).
+        With ``markers`` (``{app id: version}``) the commit carries transaction markers, so a
+        caller can tell later whether this write already happened (see ``holds``).
         """
         write_deltalake(
             self.table_uri(layer, table),
@@ -216,7 +222,7 @@ class LakeResource(dg.ConfigurableResource):
             configuration=TABLE_CONFIGURATION,  # used only when the table is created
             schema_mode="merge",
             storage_options=self.storage_options,
-            commit_properties=commit_properties(app_id, version, metadata),
+            commit_properties=commit_properties(markers, metadata),
         )
         return self.table(layer, table).version()
 
@@ -227,8 +233,7 @@ class LakeResource(dg.ConfigurableResource):
         data: pa.Table,
         predicate: str,
         partition_by: Sequence[str] | None = None,
-        app_id: str | None = None,
-        version: int | None = None,
+        markers: Markers | None = None,
     ) -> int:
         """Replace the rows matching ``predicate`` (e.g. one partition) with ``data``."""
         write_deltalake(
@@ -239,7 +244,7 @@ class LakeResource(dg.ConfigurableResource):
             partition_by=list(partition_by) if partition_by else None,
             configuration=TABLE_CONFIGURATION,
             storage_options=self.storage_options,
-            commit_properties=commit_properties(app_id, version),
+            commit_properties=commit_properties(markers),
         )
         return self.table(layer, table).version()
 
@@ -249,8 +254,7 @@ class LakeResource(dg.ConfigurableResource):
         table: str,
         data: pa.Table,
         keys: Sequence[str],
-        app_id: str | None = None,
-        version: int | None = None,
+        markers: Markers | None = None,
         update_when: str | None = None,
         delete_flag: str | None = None,
     ) -> int:
@@ -268,14 +272,14 @@ class LakeResource(dg.ConfigurableResource):
             rows = data
             if delete_flag:
                 rows = data.filter(pc.invert(data[delete_flag]))  # pyright: ignore[reportAttributeAccessIssue]
-            return self.append(layer, table, rows.select(kept), app_id=app_id, version=version)
+            return self.append(layer, table, rows.select(kept), markers=markers)
         merger = delta.merge(
             data,
             " AND ".join(f"target.`{key}` = source.`{key}`" for key in keys),
             source_alias="source",
             target_alias="target",
             merge_schema=True,
-            commit_properties=commit_properties(app_id, version),
+            commit_properties=commit_properties(markers),
         )
         live = f"NOT source.`{delete_flag}`" if delete_flag else None
         if delete_flag:
@@ -292,14 +296,13 @@ class LakeResource(dg.ConfigurableResource):
         layer: str,
         table: str,
         predicate: str,
-        app_id: str | None = None,
-        version: int | None = None,
+        markers: Markers | None = None,
     ) -> int | None:
         """Delete the rows matching ``predicate``; returns the new version (None: no table)."""
         delta = self.find(layer, table)
         if delta is None:
             return None
-        delta.delete(predicate, commit_properties=commit_properties(app_id, version))
+        delta.delete(predicate, commit_properties=commit_properties(markers))
         return delta.version()
 
 

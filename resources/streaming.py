@@ -87,8 +87,7 @@ class DeltaBatchSink:
             self.table,
             data,
             partition_by=self.partition_by,
-            app_id=app_id,
-            version=batch_id,
+            markers={app_id: batch_id},
             metadata={"stream": self.stream, "batch_id": batch_id},
         )
         self.run.batches_committed.append(batch_id)

@@ -27,7 +27,7 @@ def test_table_location_follows_layer_and_table(tmp_path: Path) -> None:
 def test_commits_carry_transaction_versions(tmp_path: Path) -> None:
     lake = LakeResource(root=str(tmp_path))
     assert lake.committed_version("bronze", "t", "app") is None
-    lake.append("bronze", "t", rows([1], [date(2026, 1, 1)]), app_id="app", version=4)
+    lake.append("bronze", "t", rows([1], [date(2026, 1, 1)]), markers={"app": 4})
     assert lake.committed_version("bronze", "t", "app") == 4
     assert lake.committed_version("bronze", "t", "other") is None
     assert lake.version("bronze", "t") == 0
@@ -102,4 +102,7 @@ def test_changes_since_returns_only_later_rows(tmp_path: Path, spark: SparkSessi
     assert [r.id for r in later.collect()] == [3] and version == 1
     nothing, version = lake.changes_since(spark, "bronze", "t", 1)
     assert nothing.count() == 0 and version == 1
-    assert lake.holds("bronze", "t", "app", 0) is False
+    assert lake.holds("bronze", "t", {"app": 0}) is False
+    lake.append("bronze", "t", rows([4], [date(2026, 1, 2)]), markers={"app": 3, "other": 1})
+    assert lake.holds("bronze", "t", {"app": 3, "other": 0}) is True
+    assert lake.holds("bronze", "t", {"app": 3, "other": 2}) is False
