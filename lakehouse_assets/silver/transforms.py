@@ -144,3 +144,48 @@ def workouts(actions: DataFrame) -> DataFrame:
     keys = ["user_id", "workout_id", "session_id", "action"]
     latest = _latest(actions, keys, _later_record_first())
     return latest.select(*keys, _epoch_to_timestamp(F.col("timestamp")).alias("time"))
+
+
+WORKOUT_KEYS = ["user_id", "workout_id", "session_id"]
+MAX_WORKOUT = "INTERVAL 3 HOURS"
+AGE_BINS = ((18, "under 18"), (25, "18-25"), (35, "25-35"), (45, "35-45"), (55, "45-55"),
+            (65, "55-65"), (75, "65-75"), (85, "75-85"), (95, "85-95"))  # fmt: skip
+
+
+def completed_workouts(actions: DataFrame) -> DataFrame:
+    """A start and its stop, per ``(user_id, workout_id, session_id)``, when
+    ``start < stop <= start + 3 hours``."""
+    starts = actions.where("action = 'start'").select(
+        *WORKOUT_KEYS, F.col("time").alias("start_time")
+    )
+    stops = actions.where("action = 'stop'").select(*WORKOUT_KEYS, F.col("time").alias("end_time"))
+    paired = starts.join(stops, WORKOUT_KEYS)
+    return paired.where(f"start_time < end_time AND end_time <= start_time + {MAX_WORKOUT}").select(
+        *WORKOUT_KEYS, "start_time", "end_time"
+    )
+
+
+def workout_bpm(completed: DataFrame, readings: DataFrame, users: DataFrame) -> DataFrame:
+    """The valid readings of each workout's user's device within ``(start_time, end_time]``."""
+    devices = completed.join(users.select("user_id", "device_id"), "user_id")
+    valid = readings.where("valid").select("device_id", "time", "heartrate")
+    joined = devices.join(valid, "device_id").where("start_time < time AND time <= end_time")
+    return joined.select(*WORKOUT_KEYS, "start_time", "end_time", "time", "heartrate")
+
+
+def age_bin(age: Column) -> Column:
+    """The age bin of whole years ``age`` (null: ``invalid age``)."""
+    binned = F.when(age.isNull(), F.lit("invalid age"))
+    for upper, label in AGE_BINS:
+        binned = binned.when(age < upper, F.lit(label))
+    return binned.otherwise(F.lit("95+"))
+
+
+def user_bins(profiles: DataFrame, as_of: Column) -> DataFrame:
+    """Per profile: the age bin at ``as_of`` (whole years since ``dob``), gender, city, state."""
+    dob = F.col("dob")
+    before_birthday = (F.month(as_of) < F.month(dob)) | (
+        (F.month(as_of) == F.month(dob)) & (F.dayofmonth(as_of) < F.dayofmonth(dob))
+    )
+    age = F.year(as_of) - F.year(dob) - before_birthday.cast("int")
+    return profiles.select("user_id", age_bin(age).alias("age"), "gender", "city", "state")

@@ -114,3 +114,68 @@ def test_workouts_one_row_per_action(spark: SparkSession) -> None:
         "user_id long, workout_id long, session_id long, action string, time timestamp",
     )
     assertDataFrameEqual(transforms.workouts(actions), expected)
+
+
+def test_completed_workouts_pair_within_three_hours(spark: SparkSession) -> None:
+    actions = spark.createDataFrame(
+        [
+            (1, 1, 1, "start", ts(0)),
+            (1, 1, 1, "stop", ts(3 * 3600)),  # exactly 3 h: kept
+            (1, 1, 2, "start", ts(0)),
+            (1, 1, 2, "stop", ts(3 * 3600 + 1)),  # too long
+            (1, 2, 1, "start", ts(100)),  # no stop yet: waits
+            (2, 1, 1, "start", ts(500)),
+            (2, 1, 1, "stop", ts(400)),  # stop before start
+        ],
+        "user_id long, workout_id long, session_id long, action string, time timestamp",
+    )
+    expected = spark.createDataFrame(
+        [(1, 1, 1, ts(0), ts(3 * 3600))],
+        "user_id long, workout_id long, session_id long, start_time timestamp, end_time timestamp",
+    )
+    assertDataFrameEqual(transforms.completed_workouts(actions), expected)
+
+
+def test_workout_bpm_takes_valid_readings_in_the_window(spark: SparkSession) -> None:
+    completed = spark.createDataFrame(
+        [(1, 1, 1, ts(100), ts(200))],
+        "user_id long, workout_id long, session_id long, start_time timestamp, end_time timestamp",
+    )
+    users = spark.createDataFrame([(1, 1001)], "user_id long, device_id long")
+    readings = spark.createDataFrame(
+        [
+            (1001, ts(100), 80.0, True),  # at the start: outside (start < time)
+            (1001, ts(150), 90.0, True),
+            (1001, ts(160), None, False),  # not valid
+            (1001, ts(200), 95.0, True),  # at the end: inside (time <= end)
+            (1002, ts(150), 70.0, True),  # another device
+        ],
+        "device_id long, time timestamp, heartrate double, valid boolean",
+    )
+    rows = transforms.workout_bpm(completed, readings, users).collect()
+    assert sorted((r.time, r.heartrate) for r in rows) == [(ts(150), 90.0), (ts(200), 95.0)]
+
+
+def test_user_bins_use_whole_years_at_the_as_of_date(spark: SparkSession) -> None:
+    from pyspark.sql import functions as F
+
+    profiles = spark.createDataFrame(
+        [
+            (1, date(2008, 6, 2), "f", "A", "TX"),  # 17 on 2026-06-01 (birthday tomorrow)
+            (2, date(2008, 6, 1), "m", "A", "TX"),  # 18 on the day
+            (3, date(2001, 6, 2), "f", "A", "TX"),  # 24
+            (4, date(2001, 6, 1), "f", "A", "TX"),  # 25: lower bound inclusive
+            (5, date(1931, 6, 1), "f", "A", "TX"),  # 95
+            (6, None, None, None, None),
+        ],
+        "user_id long, dob date, gender string, city string, state string",
+    )
+    bins = transforms.user_bins(profiles, F.lit(date(2026, 6, 1)))
+    assert {r.user_id: r.age for r in bins.collect()} == {
+        1: "under 18",
+        2: "18-25",
+        3: "18-25",
+        4: "25-35",
+        5: "95+",
+        6: "invalid age",
+    }
