@@ -1,0 +1,1 @@
+"""Gold: the reports, partitioned by day."""
