@@ -10,6 +10,7 @@ import signal
 import sys
 import time
 from collections.abc import Iterator, Sequence
+from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     import dagster as dg
 
 DEFAULT_BROKER_PORT = 9092
+NAME_WIDTH = 40  # of the table column in the printed row counts
 # Marks a lake filled from the memory-only embedded broker: safe to reset on the next demo.
 DEMO_MARKER = ".embedded-broker-demo"
 
@@ -61,39 +63,92 @@ def prepare_demo_lake(root: Path, embedded: bool) -> None:
 
 
 def demo(users: int, days: int) -> None:
-    """Produce sample data, materialize the whole asset graph, print every table's row count."""
+    """Sample data through the whole asset graph; prints row counts and both gold reports."""
     from lakehouse_assets import sample_data
 
     configured = os.environ.get(ENV_KAFKA_BOOTSTRAP_SERVERS)
     root = Path(os.environ.get(ENV_LAKEHOUSE_ROOT, "lake"))
     prepare_demo_lake(root, embedded=not configured)
     with kafka_for_demo(configured) as bootstrap_servers:
-        counts = sample_data.produce(bootstrap_servers, sample_data.generate(users, days))
-        print(f"Produced sample records: {counts}")
-        import dagster as dg
-
-        from lakehouse_assets.definitions import defs
-
+        sample = sample_data.generate(users, days)
+        sample_data.write_landing(root, sample.files)
+        counts = sample_data.produce(bootstrap_servers, sample.messages)
+        print(f"Sample data: {counts} Kafka records, {len(sample.files)} landing files")
         started = time.monotonic()
-        job = defs.resolve_implicit_global_asset_job_def()
-        result = job.execute_in_process(
-            instance=dg.DagsterInstance.ephemeral(),
-            run_config={"loggers": {"console": {"config": {"log_level": "INFO"}}}},
-        )
+        results = materialize_graph()
         print(f"Materialized the asset graph in {time.monotonic() - started:.1f} s")
+    for result in results:
         print_row_counts(result)
-    if not result.success:
-        raise SystemExit("The run failed; see the log above.")
+    if not all(result.success for result in results):
+        raise SystemExit("A run failed; see the log above.")
+    print_gold_reports()
+
+
+def materialize_graph() -> list[dg.ExecuteInProcessResult]:
+    """Bronze and silver in one run, then gold for every day silver holds, in one run."""
+    import dagster as dg
+
+    from lakehouse_assets.definitions import defs, gold_job, refresh_job
+
+    instance = dg.DagsterInstance.ephemeral()
+    logging = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
+    refresh = defs.resolve_job_def(refresh_job.name)
+    results = [refresh.execute_in_process(instance=instance, run_config=logging)]
+    days = silver_days()
+    if results[0].success and days:
+        tags = {
+            "dagster/asset_partition_range_start": days[0].isoformat(),
+            "dagster/asset_partition_range_end": days[1].isoformat(),
+        }
+        gold = defs.resolve_job_def(gold_job.name)
+        results.append(gold.execute_in_process(instance=instance, run_config=logging, tags=tags))
+    return results
+
+
+def silver_days() -> tuple[date, date] | None:
+    """The first and last day of the workouts and gym visits silver holds."""
+    from pyspark.sql import functions as F
+
+    from lakehouse_assets.constants import COMPLETED_WORKOUTS, GYM_LOGS, SILVER
+    from resources import build_resources
+
+    built = build_resources()
+    spark, lake = built["spark"].get_session(), built["lake"]
+    days = (
+        lake.read(spark, SILVER, COMPLETED_WORKOUTS)
+        .select(F.to_date("start_time").alias("day"))
+        .unionByName(lake.read(spark, SILVER, GYM_LOGS).select(F.to_date("login").alias("day")))
+        .agg(F.min("day"), F.max("day"))
+        .first()
+    )
+    return (days[0], days[1]) if days and days[0] else None
+
+
+def print_gold_reports() -> None:
+    """Print both gold tables."""
+    from lakehouse_assets.constants import GOLD, GYM_SUMMARY, WORKOUT_BPM_SUMMARY
+    from resources import build_resources
+
+    built = build_resources()
+    spark, lake = built["spark"].get_session(), built["lake"]
+    for table, order in ((WORKOUT_BPM_SUMMARY, ["date", "user_id", "workout_id", "session_id"]),
+                         (GYM_SUMMARY, ["date", "gym", "mac_address"])):  # fmt: skip
+        report = lake.read(spark, GOLD, table).orderBy(*order)
+        print(f"\n{GOLD}.{table} ({report.count()} rows)")
+        report.show(report.count(), truncate=False)
 
 
 def print_row_counts(result: dg.ExecuteInProcessResult) -> None:
-    """Print ``layer.table  rows`` for each materialized asset of a run."""
-    materializations = [e.materialization for e in result.get_asset_materialization_events()]
-    print(f"{'table':<30}{'rows':>12}")
-    for materialization in sorted(materializations, key=lambda m: m.asset_key.to_user_string()):
-        rows = materialization.metadata.get("dagster/row_count")
-        name = ".".join(materialization.asset_key.path)
-        print(f"{name:<30}{rows.value if rows else '-':>12}")
+    """Print ``layer.table  rows`` for each table a run materialized (its latest count)."""
+    latest = {e.materialization.asset_key: e.materialization for e in _materializations(result)}
+    print(f"{'table':<{NAME_WIDTH}}{'rows':>12}")
+    for key in sorted(latest, key=lambda k: k.to_user_string()):
+        rows = latest[key].metadata.get("dagster/row_count")
+        print(f"{'.'.join(key.path):<{NAME_WIDTH}}{rows.value if rows else '-':>12}")
+
+
+def _materializations(result: dg.ExecuteInProcessResult) -> list[dg.DagsterEvent]:
+    return [e for e in result.get_asset_materialization_events() if e.materialization]
 
 
 def broker(port: int) -> None:
@@ -112,7 +167,7 @@ def produce_sample(users: int, days: int) -> None:
     from lakehouse_assets import sample_data
 
     servers = os.environ.get(ENV_KAFKA_BOOTSTRAP_SERVERS, f"127.0.0.1:{DEFAULT_BROKER_PORT}")
-    counts = sample_data.produce(servers, sample_data.generate(users, days))
+    counts = sample_data.produce(servers, sample_data.generate(users, days).messages)
     print(f"Produced into {servers}: {counts}")
 
 

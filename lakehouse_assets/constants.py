@@ -4,9 +4,6 @@ from typing import Final
 
 import dagster as dg
 
-# The date used where logic depends on "today" (ISO format; default today).
-ENV_AS_OF_DATE: Final = "LAKEHOUSE_AS_OF_DATE"
-
 # Layers.
 BRONZE: Final = "bronze"
 SILVER: Final = "silver"
@@ -26,6 +23,21 @@ LANDING_COLUMNS: Final = {
     LANDING_REGISTERED_USERS: ("user_id", "device_id", "mac_address", "registration_timestamp"),
     LANDING_GYM_LOGINS: ("mac_address", "gym", "login", "logout"),
 }
+
+# Silver tables of the fitness pipeline.
+USERS: Final = "users"
+GYM_LOGS: Final = "gym_logs"
+USER_PROFILE: Final = "user_profile"
+HEART_RATE: Final = "heart_rate"
+WORKOUTS: Final = "workouts"
+COMPLETED_WORKOUTS: Final = "completed_workouts"
+WORKOUT_BPM: Final = "workout_bpm"
+USER_BINS: Final = "user_bins"
+QUARANTINE_SUFFIX: Final = "_quarantine"
+
+# Gold reports.
+WORKOUT_BPM_SUMMARY: Final = "workout_bpm_summary"
+GYM_SUMMARY: Final = "gym_summary"
 
 # Folder under the lake root holding the Spark streaming checkpoints, one per stream.
 CHECKPOINTS_DIR: Final = "_checkpoints"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from collections import Counter
@@ -31,9 +32,10 @@ def test_demo_on_the_embedded_broker_prints_every_bronze_table(tmp_path: Path) -
         {"LAKEHOUSE_ROOT": str(lake_root)},
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    expected = Counter(m.topic for m in sample_data.generate(users=3, days=1))
+    expected = Counter(m.topic for m in sample_data.generate(users=3, days=1).messages)
     for topic in KAFKA_TOPICS:
-        assert f"{BRONZE}.{topic}".ljust(30) + str(expected[topic]).rjust(12) in done.stdout
+        assert re.search(rf"^{BRONZE}\.{topic} +{expected[topic]}$", done.stdout, re.MULTILINE)
+    assert "gold.workout_bpm_summary (" in done.stdout and "gold.gym_summary (" in done.stdout
     # A second demo resets its own lake (the embedded broker starts empty) and succeeds again.
     again = run(
         [str(BIN / "lakehouse"), "demo", "--users", "3", "--days", "1"],
@@ -44,7 +46,7 @@ def test_demo_on_the_embedded_broker_prints_every_bronze_table(tmp_path: Path) -
 
 
 def test_dagster_cli_materializes_bronze_against_the_given_broker(tmp_path: Path) -> None:
-    messages = sample_data.generate(users=2, days=1, seed=3)
+    messages = sample_data.generate(users=2, days=1, seed=3).messages
     with EmbeddedBroker() as broker:
         sample_data.produce(broker.bootstrap_servers, messages)
         env = {"KAFKA_BOOTSTRAP_SERVERS": broker.bootstrap_servers, "LAKEHOUSE_ROOT": str(tmp_path)}

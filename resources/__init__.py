@@ -12,15 +12,18 @@ import os
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
+    from resources.calendar import CalendarResource
     from resources.kafka import KafkaResource
     from resources.lake import LakeResource
     from resources.spark import SparkResource
 
 __all__ = [
+    "ENV_AS_OF_DATE",
     "ENV_KAFKA_BOOTSTRAP_SERVERS",
     "ENV_LAKEHOUSE_ROOT",
     "ENV_SPARK_CONF",
     "ENV_SPARK_MASTER",
+    "CalendarResource",
     "KafkaResource",
     "LakeResource",
     "SparkResource",
@@ -31,8 +34,14 @@ ENV_LAKEHOUSE_ROOT: Final = "LAKEHOUSE_ROOT"
 ENV_KAFKA_BOOTSTRAP_SERVERS: Final = "KAFKA_BOOTSTRAP_SERVERS"
 ENV_SPARK_MASTER: Final = "SPARK_MASTER"
 ENV_SPARK_CONF: Final = "LAKEHOUSE_SPARK_CONF"
+ENV_AS_OF_DATE: Final = "LAKEHOUSE_AS_OF_DATE"
 
-_MODULE_OF = {"KafkaResource": "kafka", "LakeResource": "lake", "SparkResource": "spark"}
+_MODULE_OF = {
+    "CalendarResource": "calendar",
+    "KafkaResource": "kafka",
+    "LakeResource": "lake",
+    "SparkResource": "spark",
+}
 
 
 def __getattr__(name: str) -> Any:
@@ -59,6 +68,7 @@ def build_resources(environ: dict[str, str] | None = None) -> dict[str, Any]:
     Args:
         environ: the variables to read; the process environment when None.
     """
+    from resources.calendar import CalendarResource
     from resources.kafka import KafkaResource
     from resources.lake import LakeResource
     from resources.spark import SparkResource
@@ -73,4 +83,5 @@ def build_resources(environ: dict[str, str] | None = None) -> dict[str, Any]:
             bootstrap_servers=env.get(ENV_KAFKA_BOOTSTRAP_SERVERS, "127.0.0.1:9092")
         ),
         "lake": LakeResource(root=env.get(ENV_LAKEHOUSE_ROOT, "lake")),
+        "calendar": CalendarResource(as_of_date=env.get(ENV_AS_OF_DATE) or None),
     }

@@ -180,7 +180,7 @@ class LakeResource(dg.ConfigurableResource):
 
     def changes_since(
         self, spark: SparkSession, layer: str, table: str, after_version: int | None
-    ) -> tuple[DataFrame, int | None]:
+    ) -> tuple[DataFrame, int]:
         """Rows inserted or updated after ``after_version`` (every row when None), from the change
         data feed, and the table version they reach.
 
@@ -242,6 +242,21 @@ class LakeResource(dg.ConfigurableResource):
             mode="overwrite",
             predicate=predicate,
             partition_by=list(partition_by) if partition_by else None,
+            configuration=TABLE_CONFIGURATION,
+            storage_options=self.storage_options,
+            commit_properties=commit_properties(markers),
+        )
+        return self.table(layer, table).version()
+
+    def replace(
+        self, layer: str, table: str, data: pa.Table, markers: Markers | None = None
+    ) -> int:
+        """Replace the whole table (schema included) with ``data``; returns the new version."""
+        write_deltalake(
+            self.table_uri(layer, table),
+            data,
+            mode="overwrite",
+            schema_mode="overwrite",
             configuration=TABLE_CONFIGURATION,
             storage_options=self.storage_options,
             commit_properties=commit_properties(markers),

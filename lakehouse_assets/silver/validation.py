@@ -76,10 +76,14 @@ def parse_json(
     """Kafka bronze rows with each field typed and a ``reason`` (null when the record is valid).
 
     Args:
-        records: bronze rows with ``value`` (the raw JSON text) and the Kafka coordinates.
+        records: bronze rows with ``value`` (the raw JSON text) and the Kafka coordinates; a
+            column named like a field is kept as ``record_<name>``.
         fields: the fields to read, in the order their rules apply.
         extra: further ``(condition, reason)`` rules over the typed fields, applied last.
     """
+    for field in fields:  # e.g. the JSON "timestamp" meets the Kafka record's timestamp
+        if field.name in records.columns:
+            records = records.withColumnRenamed(field.name, f"record_{field.name}")
     parsed = records.withColumn("_variant", F.expr("try_parse_json(value)"))
     typed = [
         F.expr(f"try_variant_get(_variant, '{f.json_path}', '{_SQL_TYPE[f.kind]}')").alias(f.name)

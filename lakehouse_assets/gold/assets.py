@@ -1,0 +1,97 @@
+"""Gold assets: daily reports. Materializing a day (or a range, in one run) recomputes exactly
+those days from silver and replaces their partitions, so a re-run changes nothing."""
+
+from datetime import date, timedelta
+
+import dagster as dg
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from lakehouse_assets.constants import (
+    COMPLETED_WORKOUTS,
+    GOLD,
+    GYM_LOGS,
+    GYM_SUMMARY,
+    SILVER,
+    USER_BINS,
+    USERS,
+    WORKOUT_BPM,
+    WORKOUT_BPM_SUMMARY,
+    asset_key,
+)
+from lakehouse_assets.gold import transforms
+from lakehouse_assets.gold.transforms import GOLD_PARTITION
+from lakehouse_assets.partitions import daily_partitions
+from resources import LakeResource, SparkResource
+
+GOLD_KINDS = {"spark", "delta"}
+
+
+def _days(context: dg.AssetExecutionContext) -> tuple[date, date]:
+    """The first and last day of the partitions this run materializes."""
+    window = context.partition_time_window
+    return window.start.date(), window.end.date() - timedelta(days=1)
+
+
+def _on_days(frame: DataFrame, column: str, first: date, last: date) -> DataFrame:
+    day = F.to_date(F.col(column))
+    return frame.where((day >= F.lit(first)) & (day <= F.lit(last)))
+
+
+def _replace_days(
+    lake: LakeResource, table: str, rows: DataFrame, first: date, last: date
+) -> dg.MaterializeResult:
+    """Replace the partitions ``first..last`` of ``gold.<table>`` with ``rows``."""
+    days = f"{GOLD_PARTITION} >= '{first.isoformat()}' AND {GOLD_PARTITION} <= '{last.isoformat()}'"
+    lake.overwrite_where(GOLD, table, rows.toArrow(), days, partition_by=[GOLD_PARTITION])
+    return dg.MaterializeResult(
+        metadata={
+            **lake.table_metadata(GOLD, table),
+            "dagster/partition_row_count": rows.count(),
+            "days": f"{first.isoformat()}..{last.isoformat()}",
+        }
+    )
+
+
+@dg.asset(
+    key=asset_key(GOLD, WORKOUT_BPM_SUMMARY),
+    deps=[asset_key(SILVER, WORKOUT_BPM), asset_key(SILVER, USER_BINS)],
+    partitions_def=daily_partitions,
+    backfill_policy=dg.BackfillPolicy.single_run(),
+    group_name=GOLD,
+    kinds=GOLD_KINDS,
+)
+def workout_bpm_summary(
+    context: dg.AssetExecutionContext, spark: SparkResource, lake: LakeResource
+) -> dg.MaterializeResult:
+    """Per completed workout with a valid reading: user, day, bpm min/avg/max, profile bins."""
+    session = spark.get_session()
+    first, last = _days(context)
+    readings = _on_days(lake.read(session, SILVER, WORKOUT_BPM), "start_time", first, last)
+    bins = lake.read(session, SILVER, USER_BINS)
+    rows = transforms.workout_bpm_summary(readings, bins).cache()
+    return _replace_days(lake, WORKOUT_BPM_SUMMARY, rows, first, last)
+
+
+@dg.asset(
+    key=asset_key(GOLD, GYM_SUMMARY),
+    deps=[asset_key(SILVER, t) for t in (GYM_LOGS, COMPLETED_WORKOUTS, USERS)],
+    partitions_def=daily_partitions,
+    backfill_policy=dg.BackfillPolicy.single_run(),
+    group_name=GOLD,
+    kinds=GOLD_KINDS,
+)
+def gym_summary(
+    context: dg.AssetExecutionContext, spark: SparkResource, lake: LakeResource
+) -> dg.MaterializeResult:
+    """Per gym, mac address and day: minutes in the gym and minutes exercising there."""
+    session = spark.get_session()
+    first, last = _days(context)
+    visits = _on_days(lake.read(session, SILVER, GYM_LOGS), "login", first, last)
+    completed = lake.read(session, SILVER, COMPLETED_WORKOUTS)
+    users = lake.read(session, SILVER, USERS)
+    rows = transforms.gym_summary(visits, completed, users).cache()
+    return _replace_days(lake, GYM_SUMMARY, rows, first, last)
+
+
+gold_assets = [workout_bpm_summary, gym_summary]

@@ -1,0 +1,231 @@
+"""Silver assets: each run reads only the upstream changes since its last run, exactly once.
+
+A silver table records, in the same Delta commit as its data, the upstream version it consumed
+(a transaction marker ``{"silver.<table><-<layer>.<upstream>": version}``). The next run reads
+the upstream change data feed after that version; a re-run after a crash reads the same changes
+again and the markers keep every table from taking them twice.
+"""
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import dagster as dg
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from lakehouse_assets.constants import (
+    BRONZE,
+    COMPLETED_WORKOUTS,
+    GYM_LOGS,
+    HEART_RATE,
+    LANDING_GYM_LOGINS,
+    LANDING_REGISTERED_USERS,
+    QUARANTINE_SUFFIX,
+    SILVER,
+    TOPIC_BPM,
+    TOPIC_USER_INFO,
+    TOPIC_WORKOUT,
+    USER_BINS,
+    USER_PROFILE,
+    USERS,
+    WORKOUT_BPM,
+    WORKOUTS,
+    asset_key,
+)
+from lakehouse_assets.silver import transforms
+from lakehouse_assets.silver.validation import csv_quarantine, kafka_quarantine, valid
+from resources import CalendarResource, LakeResource, SparkResource
+from resources.lake import Markers
+
+Transform = Callable[[DataFrame], DataFrame]
+SILVER_KINDS = {"spark", "delta"}
+
+
+def read_changes(
+    lake: LakeResource, spark: SparkSession, table: str, upstream: tuple[str, str]
+) -> tuple[DataFrame, Markers, bool]:
+    """The changes of ``upstream`` that ``silver.<table>`` has not consumed yet, the marker to
+    commit with them, and whether there are any (False: the table is up to date)."""
+    app_id = f"{SILVER}.{table}<-{'.'.join(upstream)}"
+    consumed = lake.committed_version(SILVER, table, app_id)
+    changes, version = lake.changes_since(spark, *upstream, consumed)
+    return changes, {app_id: version}, version != consumed
+
+
+@dataclass(frozen=True)
+class ParsedTable:
+    """A silver table parsed from one bronze source, with a quarantine table for rejects."""
+
+    table: str
+    source: str
+    parse: Transform
+    quarantine: Transform
+    shape: Transform
+    keys: tuple[str, ...]
+    update_when: str | None = None
+    # Recompute each changed key from all its valid source records (newest-wins with deletes).
+    from_history: bool = False
+
+    @property
+    def quarantine_table(self) -> str:
+        return f"{self.source}{QUARANTINE_SUFFIX}"
+
+
+def _write_quarantine(
+    lake: LakeResource, spec: ParsedTable, parsed: DataFrame, markers: Markers
+) -> int:
+    if lake.holds(SILVER, spec.quarantine_table, markers):
+        return 0
+    rejected = spec.quarantine(parsed).toArrow()
+    if rejected.num_rows or not lake.exists(SILVER, spec.quarantine_table):
+        lake.append(SILVER, spec.quarantine_table, rejected, markers=markers)
+    return rejected.num_rows
+
+
+def _rows_to_merge(lake: LakeResource, spark: SparkSession, spec: ParsedTable, parsed: DataFrame):
+    accepted = valid(parsed)
+    if spec.from_history:
+        changed = accepted.select(*spec.keys).distinct()
+        history = valid(spec.parse(lake.read(spark, BRONZE, spec.source)))
+        accepted = history.join(changed, list(spec.keys), "left_semi")
+    return spec.shape(accepted)
+
+
+def parsed_table_asset(spec: ParsedTable) -> dg.AssetsDefinition:
+    """The multi-asset writing ``silver.<table>`` and ``silver.<source>_quarantine``."""
+    table_key = asset_key(SILVER, spec.table)
+    quarantine_key = asset_key(SILVER, spec.quarantine_table)
+    upstream = asset_key(BRONZE, spec.source)
+
+    @dg.multi_asset(
+        name=f"silver_{spec.table}",
+        specs=[
+            dg.AssetSpec(table_key, deps=[upstream], group_name=SILVER, kinds=SILVER_KINDS),
+            dg.AssetSpec(
+                quarantine_key,
+                deps=[upstream],
+                group_name=SILVER,
+                kinds=SILVER_KINDS,
+                description=f"Rejected `{spec.source}` records: raw value, reason, coordinates.",
+            ),
+        ],
+    )
+    def _asset(spark: SparkResource, lake: LakeResource) -> Iterator[dg.MaterializeResult]:
+        session = spark.get_session()
+        changes, markers, fresh = read_changes(lake, session, spec.table, (BRONZE, spec.source))
+        parsed = spec.parse(changes).cache()
+        quarantined = _write_quarantine(lake, spec, parsed, markers)
+        if fresh or not lake.exists(SILVER, spec.table):
+            rows = _rows_to_merge(lake, session, spec, parsed).toArrow()
+            delete_flag = "deleted" if spec.from_history else None
+            lake.merge(
+                SILVER,
+                spec.table,
+                rows,
+                spec.keys,
+                markers=markers,
+                update_when=spec.update_when,
+                delete_flag=delete_flag,
+            )
+        parsed.unpersist()
+        yield dg.MaterializeResult(
+            asset_key=table_key,
+            metadata={**lake.table_metadata(SILVER, spec.table), "upstream_version": _of(markers)},
+        )
+        yield dg.MaterializeResult(
+            asset_key=quarantine_key,
+            metadata={
+                **lake.table_metadata(SILVER, spec.quarantine_table),
+                "new_rejects": quarantined,
+            },
+        )
+
+    return _asset
+
+
+def _of(markers: Markers) -> int:
+    return next(iter(markers.values()))
+
+
+PARSED_TABLES = (
+    ParsedTable(USERS, LANDING_REGISTERED_USERS, transforms.parse_registered_users, csv_quarantine,
+                transforms.users, ("user_id",),
+                update_when="source.registration_timestamp >= target.registration_timestamp"),
+    ParsedTable(GYM_LOGS, LANDING_GYM_LOGINS, transforms.parse_gym_logins, csv_quarantine,
+                transforms.gym_logs, ("mac_address", "gym", "login"),
+                update_when="source.logout > target.logout"),
+    ParsedTable(USER_PROFILE, TOPIC_USER_INFO, transforms.parse_user_info, kafka_quarantine,
+                transforms.latest_profiles, ("user_id",), from_history=True),
+    ParsedTable(HEART_RATE, TOPIC_BPM, transforms.parse_bpm, kafka_quarantine,
+                transforms.heart_rate, ("device_id", "time")),
+    ParsedTable(WORKOUTS, TOPIC_WORKOUT, transforms.parse_workout, kafka_quarantine,
+                transforms.workouts, ("user_id", "workout_id", "session_id", "action")),
+)  # fmt: skip
+
+
+@dg.asset(key=asset_key(SILVER, COMPLETED_WORKOUTS), deps=[asset_key(SILVER, WORKOUTS)],
+          group_name=SILVER, kinds=SILVER_KINDS)  # fmt: skip
+def completed_workouts(spark: SparkResource, lake: LakeResource) -> dg.MaterializeResult:
+    """Each start paired with its stop within 3 hours; a start waits for its stop."""
+    session = spark.get_session()
+    changes, markers, fresh = read_changes(lake, session, COMPLETED_WORKOUTS, (SILVER, WORKOUTS))
+    if fresh or not lake.exists(SILVER, COMPLETED_WORKOUTS):
+        changed = changes.select(*transforms.WORKOUT_KEYS).distinct()
+        actions = lake.read(session, SILVER, WORKOUTS).join(
+            changed, transforms.WORKOUT_KEYS, "left_semi"
+        )
+        rows = transforms.completed_workouts(actions).toArrow()
+        lake.merge(SILVER, COMPLETED_WORKOUTS, rows, transforms.WORKOUT_KEYS, markers=markers)
+    return dg.MaterializeResult(metadata=lake.table_metadata(SILVER, COMPLETED_WORKOUTS))
+
+
+@dg.asset(key=asset_key(SILVER, WORKOUT_BPM),
+          deps=[asset_key(SILVER, t) for t in (COMPLETED_WORKOUTS, HEART_RATE, USERS)],
+          group_name=SILVER, kinds=SILVER_KINDS)  # fmt: skip
+def workout_bpm(spark: SparkResource, lake: LakeResource) -> dg.MaterializeResult:
+    """The valid readings of each completed workout; new workouts, late readings and newly
+    registered devices each bring their rows."""
+    session = spark.get_session()
+    upstreams = (COMPLETED_WORKOUTS, HEART_RATE, USERS)
+    reads = [read_changes(lake, session, WORKOUT_BPM, (SILVER, t)) for t in upstreams]
+    if any(fresh for _, _, fresh in reads) or not lake.exists(SILVER, WORKOUT_BPM):
+        workouts, readings, users = [lake.read(session, SILVER, t) for t in upstreams]
+        new = [changes for changes, _, _ in reads]
+        rows = (
+            transforms.workout_bpm(new[0], readings, users)
+            .unionByName(transforms.workout_bpm(workouts, new[1], users))
+            .unionByName(transforms.workout_bpm(workouts, readings, new[2]))
+            .distinct()
+        )
+        markers = {app: version for _, marker, _ in reads for app, version in marker.items()}
+        keys = [*transforms.WORKOUT_KEYS, "time"]
+        lake.merge(SILVER, WORKOUT_BPM, rows.toArrow(), keys, markers=markers)
+    return dg.MaterializeResult(metadata=lake.table_metadata(SILVER, WORKOUT_BPM))
+
+
+@dg.asset(key=asset_key(SILVER, USER_BINS), deps=[asset_key(SILVER, USER_PROFILE)],
+          group_name=SILVER, kinds=SILVER_KINDS)  # fmt: skip
+def user_bins(
+    spark: SparkResource, lake: LakeResource, calendar: CalendarResource
+) -> dg.MaterializeResult:
+    """Age bin (at the as-of date), gender, city and state per user; recomputed whole, since the
+    bins move with the as-of date even when no profile changes."""
+    session = spark.get_session()
+    as_of = calendar.today()
+    app_id = f"{SILVER}.{USER_BINS}<-{SILVER}.{USER_PROFILE}@{as_of.isoformat()}"
+    markers = {app_id: lake.version(SILVER, USER_PROFILE) or 0}
+    if not lake.holds(SILVER, USER_BINS, markers):
+        profiles = lake.read(session, SILVER, USER_PROFILE)
+        rows = transforms.user_bins(profiles, F.lit(as_of)).toArrow()
+        lake.replace(SILVER, USER_BINS, rows, markers)
+    return dg.MaterializeResult(
+        metadata={**lake.table_metadata(SILVER, USER_BINS), "as_of_date": as_of.isoformat()}
+    )
+
+
+silver_assets = [
+    *[parsed_table_asset(spec) for spec in PARSED_TABLES],
+    completed_workouts,
+    workout_bpm,
+    user_bins,
+]
