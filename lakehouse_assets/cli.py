@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import os
 import shutil
 import signal
@@ -12,7 +13,7 @@ import time
 from collections.abc import Iterator, Sequence
 from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from resources import ENV_KAFKA_BOOTSTRAP_SERVERS, ENV_LAKEHOUSE_ROOT
 from resources.broker import EmbeddedBroker, EmbeddedBrokerError
@@ -65,6 +66,7 @@ def prepare_demo_lake(root: Path, embedded: bool) -> None:
 def demo(users: int, days: int) -> None:
     """Sample data through the whole asset graph; prints row counts and both gold reports."""
     from lakehouse_assets import sample_data
+    from resources import build_resources
 
     configured = os.environ.get(ENV_KAFKA_BOOTSTRAP_SERVERS)
     root = Path(os.environ.get(ENV_LAKEHOUSE_ROOT, "lake"))
@@ -75,45 +77,46 @@ def demo(users: int, days: int) -> None:
         counts = sample_data.produce(bootstrap_servers, sample.messages)
         print(f"Sample data: {counts} Kafka records, {len(sample.files)} landing files")
         started = time.monotonic()
-        results = materialize_graph()
+        resources = build_resources()  # after the embedded broker set KAFKA_BOOTSTRAP_SERVERS
+        results = materialize_graph(resources)
         print(f"Materialized the asset graph in {time.monotonic() - started:.1f} s")
     for result in results:
         print_row_counts(result)
     if not all(result.success for result in results):
         raise SystemExit("A run failed; see the log above.")
-    print_gold_reports()
+    print_gold_reports(resources)
 
 
-def materialize_graph() -> list[dg.ExecuteInProcessResult]:
+def materialize_graph(resources: dict[str, Any]) -> list[dg.ExecuteInProcessResult]:
     """Bronze and silver in one run, then gold for every day silver holds, in one run."""
     import dagster as dg
 
-    from lakehouse_assets.definitions import defs, gold_job, refresh_job
+    from lakehouse_assets.constants import BRONZE, GOLD, SILVER
+    from lakehouse_assets.definitions import all_assets
 
     instance = dg.DagsterInstance.ephemeral()
     logging = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
-    refresh = defs.resolve_job_def(refresh_job.name)
-    results = [refresh.execute_in_process(instance=instance, run_config=logging)]
-    days = silver_days()
-    if results[0].success and days:
+    run = functools.partial(
+        dg.materialize, all_assets, instance=instance, resources=resources, run_config=logging
+    )
+    results = [run(selection=dg.AssetSelection.groups(BRONZE, SILVER))]
+    days = silver_days(resources)
+    if days:
         tags = {
             "dagster/asset_partition_range_start": days[0].isoformat(),
             "dagster/asset_partition_range_end": days[1].isoformat(),
         }
-        gold = defs.resolve_job_def(gold_job.name)
-        results.append(gold.execute_in_process(instance=instance, run_config=logging, tags=tags))
+        results.append(run(selection=dg.AssetSelection.groups(GOLD), tags=tags))
     return results
 
 
-def silver_days() -> tuple[date, date] | None:
+def silver_days(resources: dict[str, Any]) -> tuple[date, date] | None:
     """The first and last day of the workouts and gym visits silver holds."""
     from pyspark.sql import functions as F
 
     from lakehouse_assets.constants import COMPLETED_WORKOUTS, GYM_LOGS, SILVER
-    from resources import build_resources
 
-    built = build_resources()
-    spark, lake = built["spark"].get_session(), built["lake"]
+    spark, lake = resources["spark"].get_session(), resources["lake"]
     days = (
         lake.read(spark, SILVER, COMPLETED_WORKOUTS)
         .select(F.to_date("start_time").alias("day"))
@@ -124,13 +127,11 @@ def silver_days() -> tuple[date, date] | None:
     return (days[0], days[1]) if days and days[0] else None
 
 
-def print_gold_reports() -> None:
+def print_gold_reports(resources: dict[str, Any]) -> None:
     """Print both gold tables."""
     from lakehouse_assets.constants import GOLD, GYM_SUMMARY, WORKOUT_BPM_SUMMARY
-    from resources import build_resources
 
-    built = build_resources()
-    spark, lake = built["spark"].get_session(), built["lake"]
+    spark, lake = resources["spark"].get_session(), resources["lake"]
     for table, order in ((WORKOUT_BPM_SUMMARY, ["date", "user_id", "workout_id", "session_id"]),
                          (GYM_SUMMARY, ["date", "gym", "mac_address"])):  # fmt: skip
         report = lake.read(spark, GOLD, table).orderBy(*order)

@@ -18,8 +18,10 @@ gold_job = dg.define_asset_job(
     "gold_reports", dg.AssetSelection.groups(GOLD), partitions_def=daily_partitions
 )
 
+all_assets = [*bronze_kafka_assets, *bronze_landing_assets, *silver_assets, *gold_assets]
+
 defs = dg.Definitions(
-    assets=[*bronze_kafka_assets, *bronze_landing_assets, *silver_assets, *gold_assets],
+    assets=all_assets,
     jobs=[refresh_job, gold_job],
     resources=build_resources(),
     # One Spark session per run: every step of a run executes in the run's own process.

@@ -1,0 +1,83 @@
+"""Generated events through the whole graph on the embedded broker; gold equals what the
+plain-Python oracle computes from the same events, after a second batch and after re-runs."""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import SparkSession
+
+from lakehouse_assets import sample_data
+from lakehouse_assets.cli import materialize_graph
+from lakehouse_assets.constants import GOLD, GYM_SUMMARY, QUARANTINE_SUFFIX, SILVER
+from lakehouse_assets.constants import WORKOUT_BPM_SUMMARY as BPM_SUMMARY
+from lakehouse_assets.definitions import defs
+from lakehouse_assets.silver.assets import PARSED_TABLES
+from lakehouse_assets_tests import fitness_oracle as oracle
+from resources import CalendarResource
+from resources.broker import EmbeddedBroker
+
+AS_OF = date(2026, 11, 21)
+BATCHES = (
+    {"users": 6, "days": 2, "first_day": date(2026, 11, 1), "seed": 11},
+    {"users": 6, "days": 2, "first_day": date(2026, 11, 3), "seed": 12},
+)
+# Spark rounds the double minutes; the oracle rounds exact microseconds: a cent apart at most.
+CENT = 0.0051
+
+
+def gold(spark: SparkSession, resources: dict[str, Any], table: str) -> list[dict[str, Any]]:
+    rows = [row.asDict() for row in resources["lake"].read(spark, GOLD, table).collect()]
+    return sorted(rows, key=lambda row: sorted((k, str(v)) for k, v in row.items()))
+
+
+def ordered(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return sorted(rows, key=lambda row: sorted((k, str(v)) for k, v in row.items()))
+
+
+def assert_gold_matches(
+    spark: SparkSession, resources: dict[str, Any], batches: list[sample_data.SampleData]
+) -> None:
+    expected = ordered(oracle.workout_bpm_summary(batches, AS_OF))
+    actual = gold(spark, resources, BPM_SUMMARY)
+    assert len(actual) == len(expected) > 0
+    for got, want in zip(actual, expected, strict=True):
+        assert got == {**want, "avg_bpm": pytest.approx(want["avg_bpm"], rel=1e-9)}
+
+    expected = ordered(oracle.gym_summary(batches))
+    actual = gold(spark, resources, GYM_SUMMARY)
+    assert len(actual) == len(expected) > 0
+    for got, want in zip(actual, expected, strict=True):
+        for minutes in ("minutes_in_gym", "minutes_exercising"):
+            want = {**want, minutes: pytest.approx(want[minutes], abs=CENT)}
+        assert got == want
+
+    lake = resources["lake"]
+    quarantined = {
+        spec.source: lake.row_count(SILVER, spec.source + QUARANTINE_SUFFIX)
+        for spec in PARSED_TABLES
+    }
+    assert quarantined == oracle.quarantine_counts(batches)
+
+
+def test_generated_events_reach_gold_exactly_as_computed_by_hand(
+    broker: EmbeddedBroker, resources: dict[str, Any], lake_root: Path, spark: SparkSession
+) -> None:
+    resources["calendar"] = CalendarResource(as_of_date=AS_OF.isoformat())
+    produced: list[sample_data.SampleData] = []
+    for arguments in BATCHES:
+        batch = sample_data.generate(**arguments)
+        sample_data.write_landing(lake_root, batch.files)
+        sample_data.produce(broker.bootstrap_servers, batch.messages)
+        produced.append(batch)
+        assert all(result.success for result in materialize_graph(resources))
+        assert_gold_matches(spark, resources, produced)
+
+    silver_tables = [key.path[1] for key in defs.resolve_all_asset_keys() if key.path[0] == SILVER]
+    silver_versions = {table: resources["lake"].version(SILVER, table) for table in silver_tables}
+    assert all(result.success for result in materialize_graph(resources))  # nothing new
+    assert_gold_matches(spark, resources, produced)
+    assert {t: resources["lake"].version(SILVER, t) for t in silver_versions} == silver_versions
