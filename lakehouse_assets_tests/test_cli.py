@@ -7,15 +7,18 @@ import re
 import subprocess
 import sys
 from collections import Counter
+from datetime import date
 from pathlib import Path
 
 from lakehouse_assets import sample_data
-from lakehouse_assets.constants import BRONZE, KAFKA_TOPICS
+from lakehouse_assets.constants import BRONZE, GOLD, KAFKA_TOPICS, WORKOUT_BPM_SUMMARY
+from lakehouse_assets_tests import fitness_oracle as oracle
 from resources import LakeResource
 from resources.broker import EmbeddedBroker
 
 REPO_ROOT = Path(__file__).parents[1]
 BIN = Path(sys.executable).parent
+DEFINITIONS = "lakehouse_assets.definitions"
 
 
 def run(command: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -45,25 +48,31 @@ def test_demo_on_the_embedded_broker_prints_every_bronze_table(tmp_path: Path) -
     assert LakeResource(root=str(lake_root)).row_count(BRONZE, "bpm") == expected["bpm"]
 
 
-def test_dagster_cli_materializes_bronze_against_the_given_broker(tmp_path: Path) -> None:
-    messages = sample_data.generate(users=2, days=1, seed=3).messages
+def test_dagster_cli_materializes_the_whole_graph_against_the_given_broker(
+    tmp_path: Path,
+) -> None:
+    sample = sample_data.generate(users=2, days=1, seed=3)
+    sample_data.write_landing(tmp_path, sample.files)
+    as_of = "2026-11-21"
+    materialize = [str(BIN / "dagster"), "asset", "materialize", "-m", DEFINITIONS, "--select"]
     with EmbeddedBroker() as broker:
-        sample_data.produce(broker.bootstrap_servers, messages)
-        env = {"KAFKA_BOOTSTRAP_SERVERS": broker.bootstrap_servers, "LAKEHOUSE_ROOT": str(tmp_path)}
-        command = [
-            str(BIN / "dagster"),
-            "asset",
-            "materialize",
-            "-m",
-            "lakehouse_assets.definitions",
-            "--select",
-            'key:"bronze/*"',
-        ]
-        done = run(command, env)
-    assert done.returncode == 0, done.stderr[-3000:]
+        sample_data.produce(broker.bootstrap_servers, sample.messages)
+        env = {
+            "KAFKA_BOOTSTRAP_SERVERS": broker.bootstrap_servers,
+            "LAKEHOUSE_ROOT": str(tmp_path),
+            "LAKEHOUSE_AS_OF_DATE": as_of,
+        }
+        refresh = run([*materialize, "group:bronze or group:silver"], env)
+        assert refresh.returncode == 0, refresh.stderr[-3000:]
+        day = "2026-11-01"
+        gold = run([*materialize, "group:gold", "--partition-range", f"{day}...{day}"], env)
+        assert gold.returncode == 0, gold.stderr[-3000:]
     lake = LakeResource(root=str(tmp_path))
-    expected = Counter(m.topic for m in messages)
+    expected = Counter(m.topic for m in sample.messages)
     assert {t: lake.row_count(BRONZE, t) for t in KAFKA_TOPICS} == dict(expected)
+    on_day = [r for r in oracle.workout_bpm_summary([sample], date.fromisoformat(as_of))
+              if r["date"] == date.fromisoformat(day)]  # fmt: skip
+    assert lake.row_count(GOLD, WORKOUT_BPM_SUMMARY) == len(on_day) > 0
 
 
 def test_broker_command_stops_its_broker_on_sigterm() -> None:
