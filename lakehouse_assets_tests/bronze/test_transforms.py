@@ -7,7 +7,7 @@ from datetime import UTC, date, datetime
 from pyspark.sql import SparkSession
 from pyspark.testing import assertDataFrameEqual
 
-from lakehouse_assets.bronze.transforms import kafka_to_bronze
+from lakehouse_assets.bronze.transforms import kafka_to_bronze, landing_to_bronze
 from resources.kafka_source import KAFKA_SOURCE_SCHEMA
 
 
@@ -22,3 +22,17 @@ def test_kafka_to_bronze_adds_ingestion_time_and_utc_date(spark: SparkSession) -
         KAFKA_SOURCE_SCHEMA + ", ingested_at timestamp, date date",
     )
     assertDataFrameEqual(kafka_to_bronze(records, ingested), expected)
+
+
+def test_landing_to_bronze_keeps_text_and_file_and_adds_load_time(spark: SparkSession) -> None:
+    rows = spark.createDataFrame(
+        [("m1", "5", "100", "soon", "/lake/landing/gym_logins/a.csv")],
+        "mac_address string, gym string, login string, logout string, source_file string",
+    )
+    loaded = datetime(2026, 3, 2, 8, 0, tzinfo=UTC)
+    expected = spark.createDataFrame(
+        [("m1", "5", "100", "soon", "/lake/landing/gym_logins/a.csv", loaded)],
+        "mac_address string, gym string, login string, logout string, source_file string, "
+        "ingested_at timestamp",
+    )
+    assertDataFrameEqual(landing_to_bronze(rows, loaded), expected)
