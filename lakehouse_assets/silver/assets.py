@@ -82,7 +82,9 @@ def _write_quarantine(
     return rejected.num_rows
 
 
-def _rows_to_merge(lake: LakeResource, spark: SparkSession, spec: ParsedTable, parsed: DataFrame):
+def _rows_to_merge(
+    lake: LakeResource, spark: SparkSession, spec: ParsedTable, parsed: DataFrame
+) -> DataFrame:
     accepted = valid(parsed)
     if spec.from_history:
         changed = accepted.select(*spec.keys).distinct()
@@ -100,7 +102,13 @@ def parsed_table_asset(spec: ParsedTable) -> dg.AssetsDefinition:
     @dg.multi_asset(
         name=f"silver_{spec.table}",
         specs=[
-            dg.AssetSpec(table_key, deps=[upstream], group_name=SILVER, kinds=SILVER_KINDS),
+            dg.AssetSpec(
+                table_key,
+                deps=[upstream],
+                group_name=SILVER,
+                kinds=SILVER_KINDS,
+                description=spec.shape.__doc__,
+            ),
             dg.AssetSpec(
                 quarantine_key,
                 deps=[upstream],
