@@ -39,6 +39,16 @@ QUARANTINE_SUFFIX: Final = "_quarantine"
 WORKOUT_BPM_SUMMARY: Final = "workout_bpm_summary"
 GYM_SUMMARY: Final = "gym_summary"
 
+# Every table of each layer, for maintenance.
+BRONZE_TABLES: Final = (*KAFKA_TOPICS, *LANDING_COLUMNS)
+SILVER_TABLES: Final = (
+    USERS, GYM_LOGS, USER_PROFILE, HEART_RATE, WORKOUTS, COMPLETED_WORKOUTS, WORKOUT_BPM, USER_BINS,
+    *(f"{source}{QUARANTINE_SUFFIX}" for source in (*KAFKA_TOPICS, *LANDING_COLUMNS)),
+)  # fmt: skip
+GOLD_TABLES: Final = (WORKOUT_BPM_SUMMARY, GYM_SUMMARY)
+# Columns OPTIMIZE Z-orders a table by (the columns its readers filter on); others are bin-packed.
+Z_ORDER: Final = {HEART_RATE: ("device_id", "time"), WORKOUT_BPM: ("user_id", "start_time")}
+
 # Folder under the lake root holding the Spark streaming checkpoints, one per stream.
 CHECKPOINTS_DIR: Final = "_checkpoints"
 

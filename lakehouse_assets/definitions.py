@@ -6,6 +6,7 @@ from lakehouse_assets.bronze.assets import bronze_kafka_assets, bronze_landing_a
 from lakehouse_assets.constants import BRONZE, GOLD, SILVER
 from lakehouse_assets.gold.assets import gold_assets
 from lakehouse_assets.partitions import daily_partitions
+from lakehouse_assets.schedules.maintenance import maintenance_jobs, maintenance_schedules
 from lakehouse_assets.silver.assets import silver_assets
 from resources import build_resources
 
@@ -22,7 +23,8 @@ all_assets = [*bronze_kafka_assets, *bronze_landing_assets, *silver_assets, *gol
 
 defs = dg.Definitions(
     assets=all_assets,
-    jobs=[refresh_job, gold_job],
+    jobs=[refresh_job, gold_job, *maintenance_jobs.values()],
+    schedules=maintenance_schedules,
     resources=build_resources(),
     # One Spark session per run: every step of a run executes in the run's own process.
     executor=dg.in_process_executor,

@@ -1,0 +1,1 @@
+"""Schedules: nightly table maintenance."""

@@ -1,0 +1,85 @@
+"""Nightly maintenance of every table: OPTIMIZE (compaction, Z-order where configured), then
+VACUUM. Each table's files and bytes before and after are recorded as an observation of its
+asset, so the UI shows them beside the table's materializations."""
+
+import dagster as dg
+from pydantic import Field
+
+from lakehouse_assets.constants import (
+    BRONZE,
+    BRONZE_TABLES,
+    GOLD,
+    GOLD_TABLES,
+    SILVER,
+    SILVER_TABLES,
+    Z_ORDER,
+    asset_key,
+)
+from resources import LakeResource
+from resources.maintenance import SAFE_RETENTION_HOURS, optimize, vacuum
+
+LAYER_TABLES = {BRONZE: BRONZE_TABLES, SILVER: SILVER_TABLES, GOLD: GOLD_TABLES}
+
+
+class MaintenanceConfig(dg.Config):
+    """How a maintenance run treats the tables of its layer."""
+
+    target_file_size_mb: int = Field(default=128, description="OPTIMIZE's target file size.")
+    retention_hours: int = Field(
+        default=SAFE_RETENTION_HOURS, description="VACUUM keeps files younger than this."
+    )
+    force: bool = Field(
+        default=False, description="Allow a retention below the safe minimum of 7 days."
+    )
+
+
+def maintenance_job(layer: str) -> dg.JobDefinition:
+    """The job optimizing and vacuuming every existing table of ``layer``."""
+
+    @dg.op(name=f"maintain_{layer}_tables")
+    def maintain(
+        context: dg.OpExecutionContext, config: MaintenanceConfig, lake: LakeResource
+    ) -> None:
+        for table in LAYER_TABLES[layer]:
+            if not lake.exists(layer, table):
+                continue
+            size = config.target_file_size_mb * 1024 * 1024
+            compacted = optimize(lake, layer, table, size, Z_ORDER.get(table, ()))
+            vacuumed = vacuum(lake, layer, table, config.retention_hours, config.force)
+            context.log_event(
+                dg.AssetObservation(
+                    asset_key=asset_key(layer, table),
+                    metadata={
+                        "files_before": compacted["before"]["files"],
+                        "files_after": compacted["after"]["files"],
+                        "bytes_before": compacted["before"]["bytes"],
+                        "bytes_after": compacted["after"]["bytes"],
+                        "z_order": ", ".join(Z_ORDER.get(table, ())) or "-",
+                        "files_vacuumed": vacuumed["files_removed"],
+                    },
+                )
+            )
+
+    @dg.job(name=f"maintain_{layer}", tags={"lakehouse/maintenance": layer})
+    def _job() -> None:
+        maintain()
+
+    return _job
+
+
+maintenance_jobs = {layer: maintenance_job(layer) for layer in LAYER_TABLES}
+
+maintenance_schedules = [
+    # Every night at 02:00 UTC: bronze, the layer the streams write most often.
+    dg.ScheduleDefinition(
+        job=maintenance_jobs[BRONZE], cron_schedule="0 2 * * *", execution_timezone="UTC"
+    ),
+    # Every night at 02:30 UTC: silver.
+    dg.ScheduleDefinition(
+        job=maintenance_jobs[SILVER], cron_schedule="30 2 * * *", execution_timezone="UTC"
+    ),
+    # Every night at 03:00 UTC: gold.
+    dg.ScheduleDefinition(
+        job=maintenance_jobs[GOLD], cron_schedule="0 3 * * *", execution_timezone="UTC"
+    ),
+]
