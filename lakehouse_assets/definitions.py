@@ -7,6 +7,7 @@ from lakehouse_assets.constants import BRONZE, GOLD, SILVER
 from lakehouse_assets.gold.assets import gold_assets
 from lakehouse_assets.partitions import daily_partitions
 from lakehouse_assets.schedules.maintenance import maintenance_jobs, maintenance_schedules
+from lakehouse_assets.sensors.streams import stream_sensors
 from lakehouse_assets.silver.assets import silver_assets
 from resources import build_resources
 
@@ -21,10 +22,19 @@ gold_job = dg.define_asset_job(
 
 all_assets = [*bronze_kafka_assets, *bronze_landing_assets, *silver_assets, *gold_assets]
 
+# Silver and gold follow bronze through their automation conditions; this sensor evaluates them.
+automation_sensor = dg.AutomationConditionSensorDefinition(
+    "lakehouse_automation",
+    target=dg.AssetSelection.all(),
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    minimum_interval_seconds=30,
+)
+
 defs = dg.Definitions(
     assets=all_assets,
     jobs=[refresh_job, gold_job, *maintenance_jobs.values()],
     schedules=maintenance_schedules,
+    sensors=[*stream_sensors, automation_sensor],
     resources=build_resources(),
     # One Spark session per run: every step of a run executes in the run's own process.
     executor=dg.in_process_executor,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
@@ -20,14 +21,19 @@ if TYPE_CHECKING:
 __all__ = [
     "ENV_AS_OF_DATE",
     "ENV_KAFKA_BOOTSTRAP_SERVERS",
+    "ENV_LAG_MAX_WAIT_S",
+    "ENV_LAG_THRESHOLD",
     "ENV_LAKEHOUSE_ROOT",
+    "ENV_SENSOR_INTERVAL_S",
     "ENV_SPARK_CONF",
     "ENV_SPARK_MASTER",
     "CalendarResource",
     "KafkaResource",
     "LakeResource",
+    "SensorSettings",
     "SparkResource",
     "build_resources",
+    "sensor_settings",
 ]
 
 ENV_LAKEHOUSE_ROOT: Final = "LAKEHOUSE_ROOT"
@@ -35,6 +41,9 @@ ENV_KAFKA_BOOTSTRAP_SERVERS: Final = "KAFKA_BOOTSTRAP_SERVERS"
 ENV_SPARK_MASTER: Final = "SPARK_MASTER"
 ENV_SPARK_CONF: Final = "LAKEHOUSE_SPARK_CONF"
 ENV_AS_OF_DATE: Final = "LAKEHOUSE_AS_OF_DATE"
+ENV_SENSOR_INTERVAL_S: Final = "LAKEHOUSE_SENSOR_INTERVAL_S"
+ENV_LAG_THRESHOLD: Final = "LAKEHOUSE_LAG_THRESHOLD"
+ENV_LAG_MAX_WAIT_S: Final = "LAKEHOUSE_LAG_MAX_WAIT_S"
 
 _MODULE_OF = {
     "CalendarResource": "calendar",
@@ -85,3 +94,26 @@ def build_resources(environ: dict[str, str] | None = None) -> dict[str, Any]:
         "lake": LakeResource(root=env.get(ENV_LAKEHOUSE_ROOT, "lake")),
         "calendar": CalendarResource(as_of_date=env.get(ENV_AS_OF_DATE) or None),
     }
+
+
+@dataclass(frozen=True)
+class SensorSettings:
+    """When the stream sensors look, and when lag is worth a run."""
+
+    interval_s: int = 30  # minimum seconds between two evaluations of a sensor
+    lag_threshold: int = 0  # launch when more records than this wait...
+    lag_max_wait_s: int = 300  # ...or when any record has waited this long
+
+
+def sensor_settings(environ: dict[str, str] | None = None) -> SensorSettings:
+    """The sensor settings of an environment (defaults where a variable is unset)."""
+    env = os.environ if environ is None else environ
+    defaults = SensorSettings()
+    try:
+        return SensorSettings(
+            interval_s=int(env.get(ENV_SENSOR_INTERVAL_S, defaults.interval_s)),
+            lag_threshold=int(env.get(ENV_LAG_THRESHOLD, defaults.lag_threshold)),
+            lag_max_wait_s=int(env.get(ENV_LAG_MAX_WAIT_S, defaults.lag_max_wait_s)),
+        )
+    except ValueError as error:
+        raise ValueError(f"Sensor settings must be whole numbers: {error}") from error

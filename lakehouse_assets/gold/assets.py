@@ -21,7 +21,7 @@ from lakehouse_assets.constants import (
 )
 from lakehouse_assets.gold import transforms
 from lakehouse_assets.gold.transforms import GOLD_PARTITION
-from lakehouse_assets.partitions import daily_partitions
+from lakehouse_assets.partitions import daily_partitions, gold_automation
 from resources import LakeResource, SparkResource
 
 GOLD_KINDS = {"spark", "delta"}
@@ -60,6 +60,7 @@ def _replace_days(
     backfill_policy=dg.BackfillPolicy.single_run(),
     group_name=GOLD,
     kinds=GOLD_KINDS,
+    automation_condition=gold_automation,
 )
 def workout_bpm_summary(
     context: dg.AssetExecutionContext, spark: SparkResource, lake: LakeResource
@@ -80,6 +81,7 @@ def workout_bpm_summary(
     backfill_policy=dg.BackfillPolicy.single_run(),
     group_name=GOLD,
     kinds=GOLD_KINDS,
+    automation_condition=gold_automation,
 )
 def gym_summary(
     context: dg.AssetExecutionContext, spark: SparkResource, lake: LakeResource

@@ -8,6 +8,7 @@ again and the markers keep every table from taking them twice.
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import dagster as dg
 from pyspark.sql import DataFrame, SparkSession
@@ -32,6 +33,7 @@ from lakehouse_assets.constants import (
     WORKOUTS,
     asset_key,
 )
+from lakehouse_assets.partitions import silver_automation
 from lakehouse_assets.silver import transforms
 from lakehouse_assets.silver.validation import csv_quarantine, kafka_quarantine, valid
 from resources import CalendarResource, LakeResource, SparkResource
@@ -39,6 +41,11 @@ from resources.lake import Markers
 
 Transform = Callable[[DataFrame], DataFrame]
 SILVER_KINDS = {"spark", "delta"}
+SILVER_ASSET: dict[str, Any] = {
+    "group_name": SILVER,
+    "kinds": SILVER_KINDS,
+    "automation_condition": silver_automation,
+}
 
 
 def read_changes(
@@ -107,6 +114,7 @@ def parsed_table_asset(spec: ParsedTable) -> dg.AssetsDefinition:
                 deps=[upstream],
                 group_name=SILVER,
                 kinds=SILVER_KINDS,
+                automation_condition=silver_automation,
                 description=spec.shape.__doc__,
             ),
             dg.AssetSpec(
@@ -114,6 +122,7 @@ def parsed_table_asset(spec: ParsedTable) -> dg.AssetsDefinition:
                 deps=[upstream],
                 group_name=SILVER,
                 kinds=SILVER_KINDS,
+                automation_condition=silver_automation,
                 description=f"Rejected `{spec.source}` records: raw value, reason, coordinates.",
             ),
         ],
@@ -171,8 +180,9 @@ PARSED_TABLES = (
 )  # fmt: skip
 
 
-@dg.asset(key=asset_key(SILVER, COMPLETED_WORKOUTS), deps=[asset_key(SILVER, WORKOUTS)],
-          group_name=SILVER, kinds=SILVER_KINDS)  # fmt: skip
+@dg.asset(
+    key=asset_key(SILVER, COMPLETED_WORKOUTS), deps=[asset_key(SILVER, WORKOUTS)], **SILVER_ASSET
+)
 def completed_workouts(spark: SparkResource, lake: LakeResource) -> dg.MaterializeResult:
     """Each start paired with its stop within 3 hours; a start waits for its stop."""
     session = spark.get_session()
@@ -187,9 +197,11 @@ def completed_workouts(spark: SparkResource, lake: LakeResource) -> dg.Materiali
     return dg.MaterializeResult(metadata=lake.table_metadata(SILVER, COMPLETED_WORKOUTS))
 
 
-@dg.asset(key=asset_key(SILVER, WORKOUT_BPM),
-          deps=[asset_key(SILVER, t) for t in (COMPLETED_WORKOUTS, HEART_RATE, USERS)],
-          group_name=SILVER, kinds=SILVER_KINDS)  # fmt: skip
+@dg.asset(
+    key=asset_key(SILVER, WORKOUT_BPM),
+    deps=[asset_key(SILVER, t) for t in (COMPLETED_WORKOUTS, HEART_RATE, USERS)],
+    **SILVER_ASSET,
+)
 def workout_bpm(spark: SparkResource, lake: LakeResource) -> dg.MaterializeResult:
     """The valid readings of each completed workout; new workouts, late readings and newly
     registered devices each bring their rows."""
@@ -211,8 +223,7 @@ def workout_bpm(spark: SparkResource, lake: LakeResource) -> dg.MaterializeResul
     return dg.MaterializeResult(metadata=lake.table_metadata(SILVER, WORKOUT_BPM))
 
 
-@dg.asset(key=asset_key(SILVER, USER_BINS), deps=[asset_key(SILVER, USER_PROFILE)],
-          group_name=SILVER, kinds=SILVER_KINDS)  # fmt: skip
+@dg.asset(key=asset_key(SILVER, USER_BINS), deps=[asset_key(SILVER, USER_PROFILE)], **SILVER_ASSET)
 def user_bins(
     spark: SparkResource, lake: LakeResource, calendar: CalendarResource
 ) -> dg.MaterializeResult:

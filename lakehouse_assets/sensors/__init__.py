@@ -1,0 +1,1 @@
+"""Sensors: Kafka lag and landing-zone arrivals launch the bronze streams."""

@@ -1,0 +1,130 @@
+"""The stream sensors, evaluated as the daemon would, against the real embedded broker."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+
+from lakehouse_assets.bronze.assets import bronze_kafka_assets, bronze_landing_assets
+from lakehouse_assets.constants import (
+    BRONZE,
+    CHECKPOINTS_DIR,
+    LANDING_DIR,
+    LANDING_GYM_LOGINS,
+    TOPIC_BPM,
+    TOPIC_WORKOUT,
+    asset_key,
+    stream_name,
+)
+from lakehouse_assets.sensors.streams import kafka_lag_sensor, landing_sensor
+from lakehouse_assets_tests.conftest import produce
+from resources import SensorSettings
+from resources.broker import EmbeddedBroker
+from resources.checkpoints import committed_offsets
+from resources.kafka_source import from_offsets
+
+SETTINGS = SensorSettings(interval_s=30, lag_threshold=0, lag_max_wait_s=300)
+SENSORS = {topic: kafka_lag_sensor(topic, SETTINGS) for topic in (TOPIC_BPM, TOPIC_WORKOUT)}
+ASSETS = {a.key: a for a in [*bronze_kafka_assets, *bronze_landing_assets]}
+
+
+def evaluate(
+    sensor: dg.SensorDefinition, instance: dg.DagsterInstance, resources: dict[str, Any]
+) -> Any:
+    context = dg.build_sensor_context(instance=instance, resources=resources)
+    return sensor(context)
+
+
+def requested(result: Any) -> list[dg.AssetKey]:
+    requests = result.run_requests if isinstance(result, dg.SensorResult) else []
+    return [key for request in requests or [] for key in request.asset_selection or []]
+
+
+def lag_seen(result: Any) -> dict[str, Any]:
+    observation = result.asset_events[0]
+    assert isinstance(observation, dg.AssetObservation)
+    return {name: value.value for name, value in observation.metadata.items()}
+
+
+def materialize(key: dg.AssetKey, resources: dict[str, Any]) -> None:
+    dg.materialize([ASSETS[key]], resources=resources)
+
+
+def test_kafka_lag_sensors_launch_exactly_the_lagging_stream(
+    broker: EmbeddedBroker, resources: dict[str, Any]
+) -> None:
+    instance = dg.DagsterInstance.ephemeral()
+    kafka, lake = resources["kafka"], resources["lake"]
+    kafka.create_topic(TOPIC_BPM, partitions=2)
+    kafka.create_topic(TOPIC_WORKOUT, partitions=2)
+    produce(broker.bootstrap_servers, TOPIC_BPM, [{"n": n} for n in range(500)])
+    materialize(asset_key(BRONZE, TOPIC_BPM), resources)
+
+    caught_up = evaluate(SENSORS[TOPIC_BPM], instance, resources)
+    assert requested(caught_up) == [] and lag_seen(caught_up)["kafka_lag"] == 0
+    assert requested(evaluate(SENSORS[TOPIC_WORKOUT], instance, resources)) == []
+
+    produce(broker.bootstrap_servers, TOPIC_WORKOUT, [{"n": n} for n in range(120)])
+    materialize(asset_key(BRONZE, TOPIC_WORKOUT), resources)
+    produce(broker.bootstrap_servers, TOPIC_WORKOUT, [{"n": n} for n in range(30)])
+    lagging = evaluate(SENSORS[TOPIC_WORKOUT], instance, resources)
+    assert requested(lagging) == [asset_key(BRONZE, TOPIC_WORKOUT)]
+    assert requested(evaluate(SENSORS[TOPIC_BPM], instance, resources)) == []
+
+    checkpoint = lake.spark_path(CHECKPOINTS_DIR, stream_name(BRONZE, TOPIC_WORKOUT))
+    committed = from_offsets(committed_offsets(checkpoint) or {})
+    ends = kafka.end_offsets([TOPIC_WORKOUT])
+    seen = lag_seen(lagging)
+    assert seen["kafka_lag"] == 30
+    for (topic, partition), end in ends.items():
+        assert seen[f"kafka_lag/{topic}-{partition}"] == end - committed[(topic, partition)]
+
+    key = asset_key(BRONZE, TOPIC_WORKOUT)
+    instance.add_run(
+        dg.DagsterRun(
+            job_name="__ASSET_JOB",
+            run_id=str(uuid.uuid4()),
+            status=dg.DagsterRunStatus.STARTED,
+            asset_selection=frozenset({key}),
+        )
+    )
+    busy = evaluate(SENSORS[TOPIC_WORKOUT], instance, resources)
+    assert isinstance(busy, dg.SkipReason) and "in progress" in (busy.skip_message or "")
+
+
+def test_landing_sensor_launches_for_complete_unread_files(
+    resources: dict[str, Any], lake_root: Path
+) -> None:
+    instance = dg.DagsterInstance.ephemeral()
+    sensor = landing_sensor(LANDING_GYM_LOGINS, SETTINGS)
+    folder = lake_root / LANDING_DIR / LANDING_GYM_LOGINS
+    folder.mkdir(parents=True)
+    assert requested(evaluate(sensor, instance, resources)) == []
+
+    (folder / ".half-written.csv").write_text("mac_address,gym,login,logout\n")
+    assert requested(evaluate(sensor, instance, resources)) == []
+
+    (folder / "a.csv").write_text("mac_address,gym,login,logout\nm1,5,100,200\n")
+    key = asset_key(BRONZE, LANDING_GYM_LOGINS)
+    assert requested(evaluate(sensor, instance, resources)) == [key]
+    materialize(key, resources)
+    assert requested(evaluate(sensor, instance, resources)) == []
+
+
+def test_small_lag_waits_until_the_oldest_record_has_waited_long_enough(
+    broker: EmbeddedBroker, resources: dict[str, Any]
+) -> None:
+    instance = dg.DagsterInstance.ephemeral()
+    sensor = kafka_lag_sensor(TOPIC_WORKOUT, SensorSettings(lag_threshold=100, lag_max_wait_s=60))
+    produce(broker.bootstrap_servers, TOPIC_WORKOUT, [{"n": n} for n in range(30)])
+
+    first = sensor(dg.build_sensor_context(instance=instance, resources=resources))
+    assert requested(first) == [] and lag_seen(first)["kafka_lag"] == 30  # 30 <= 100: wait
+    assert isinstance(first, dg.SensorResult) and first.cursor  # since when it waits
+    waited = str(time.time() - 61)
+    context = dg.build_sensor_context(instance=instance, resources=resources, cursor=waited)
+    assert requested(sensor(context)) == [asset_key(BRONZE, TOPIC_WORKOUT)]

@@ -1,0 +1,78 @@
+"""Read what a Spark streaming checkpoint says a stream has processed, without Spark.
+
+Used by the sensors: the offsets a Kafka stream committed, and the files a file stream read.
+Works on any file system pyarrow knows (local, s3://, gs://, hdfs://).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import unquote
+
+from pyarrow import fs
+
+from resources.kafka_source import Offsets
+
+
+def _filesystem(uri: str) -> tuple[fs.FileSystem, str]:
+    if "://" not in uri:
+        return fs.LocalFileSystem(), uri
+    return fs.FileSystem.from_uri(uri.replace("s3a://", "s3://", 1))
+
+
+def _log_entries(filesystem: fs.FileSystem, folder: str) -> dict[int, str]:
+    """``{batch id: file path}`` of a checkpoint log folder (``offsets``, ``commits``...)."""
+    selector = fs.FileSelector(folder, allow_not_found=True)
+    entries: dict[int, str] = {}
+    for info in filesystem.get_file_info(selector):
+        name = info.base_name.removesuffix(".compact")
+        if info.type == fs.FileType.File and name.isdigit():
+            entries[int(name)] = info.path
+    return entries
+
+
+def _read_lines(filesystem: fs.FileSystem, path: str) -> list[str]:
+    with filesystem.open_input_stream(path) as stream:
+        return stream.read().decode().splitlines()
+
+
+def committed_offsets(checkpoint: str) -> Offsets | None:
+    """The source offsets of the last batch the stream committed (None: no batch yet).
+
+    An offsets file holds a version line, the batch metadata, then one line per source.
+    """
+    filesystem, root = _filesystem(checkpoint)
+    commits = _log_entries(filesystem, f"{root}/commits")
+    if not commits:
+        return None
+    offsets = _log_entries(filesystem, f"{root}/offsets")
+    lines = _read_lines(filesystem, offsets[max(commits)])
+    source = lines[2] if len(lines) > 2 else "{}"
+    return json.loads(source) if source.strip() not in ("", "-") else {}
+
+
+def files_read(checkpoint: str) -> set[str]:
+    """The names of the files a file stream has taken into a batch (compacted logs included).
+
+    Names, not paths: Spark logs URIs (``file:``, ``s3a:``, escaped) and a landing folder's file
+    names are unique.
+    """
+    filesystem, root = _filesystem(checkpoint)
+    names: set[str] = set()
+    for path in _log_entries(filesystem, f"{root}/sources/0").values():
+        for line in _read_lines(filesystem, path)[1:]:
+            entry: dict[str, Any] = json.loads(line)
+            names.add(unquote(entry["path"].rsplit("/", 1)[-1]))
+    return names
+
+
+def landed_files(folder: str) -> set[str]:
+    """The names of the complete files in a landing folder (not those starting ``.`` or ``_``)."""
+    filesystem, root = _filesystem(folder)
+    selector = fs.FileSelector(root, allow_not_found=True)
+    return {
+        info.base_name
+        for info in filesystem.get_file_info(selector)
+        if info.type == fs.FileType.File and not info.base_name.startswith((".", "_"))
+    }
