@@ -7,7 +7,10 @@ import dagster as dg
 # The first day a gold partition exists for; earlier data is not reported.
 GOLD_START_DATE = "2025-01-01"
 
-daily_partitions = dg.DailyPartitionsDefinition(start_date=GOLD_START_DATE, timezone="UTC")
+# end_offset=1: today is a partition too, updated as its data arrives.
+daily_partitions = dg.DailyPartitionsDefinition(
+    start_date=GOLD_START_DATE, timezone="UTC", end_offset=1
+)
 
 # Late data changes recent days: gold follows silver for the last week of partitions by itself;
 # older days are refreshed by a backfill from the asset graph.

@@ -1,0 +1,97 @@
+"""The lakehouse running itself: stream sensors and the automation conditions, ticked the way the
+daemon ticks them against a real Dagster instance, bring new data to gold without a manual
+materialization."""
+
+from __future__ import annotations
+
+import functools
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+
+from lakehouse_assets import sample_data
+from lakehouse_assets.constants import GOLD, WORKOUT_BPM_SUMMARY
+from lakehouse_assets.definitions import all_assets
+from lakehouse_assets.sensors.streams import stream_sensors
+from lakehouse_assets_tests import fitness_oracle as oracle
+from resources import CalendarResource
+from resources.broker import EmbeddedBroker
+
+ASSETS = {key: asset for asset in all_assets for key in asset.keys}
+
+
+def tick_stream_sensors(instance: dg.DagsterInstance, resources: dict[str, Any]) -> int:
+    """Evaluate every stream sensor once and run what it requests; returns the runs."""
+    runs = 0
+    for sensor in stream_sensors:
+        result = sensor(dg.build_sensor_context(instance=instance, resources=resources))
+        for request in result.run_requests if isinstance(result, dg.SensorResult) else []:
+            selected = [ASSETS[key] for key in request.asset_selection or []]
+            dg.materialize(selected, instance=instance, resources=resources, tags=request.tags)
+            runs += 1
+    return runs
+
+
+class AutomationDaemon:
+    """The automation sensor's loop: evaluate with the previous cursor, run what is requested."""
+
+    def __init__(self, instance: dg.DagsterInstance, resources: dict[str, Any]) -> None:
+        self.instance, self.resources = instance, resources
+        self.definitions = dg.Definitions(assets=all_assets, resources=resources)
+        self.cursor: Any = None
+
+    def tick(self) -> int:
+        """One evaluation; returns how many asset partitions it requested (and ran)."""
+        evaluation = dg.evaluate_automation_conditions(
+            self.definitions, self.instance, cursor=self.cursor
+        )
+        self.cursor = evaluation.cursor
+        unpartitioned, days = [], set()
+        for key, asset in ASSETS.items():
+            if evaluation.get_num_requested(key) == 0:
+                continue
+            if asset.partitions_def is None:
+                unpartitioned.append(key)
+            else:
+                days.update(evaluation.get_requested_partitions(key))
+        run = functools.partial(dg.materialize, instance=self.instance, resources=self.resources)
+        if unpartitioned:
+            run([ASSETS[key] for key in unpartitioned], selection=unpartitioned)
+        if days:
+            gold = [asset for asset in all_assets if asset.partitions_def is not None]
+            run(gold, tags={"dagster/asset_partition_range_start": min(days),
+                            "dagster/asset_partition_range_end": max(days)})  # fmt: skip
+        return evaluation.total_requested
+
+    def tick_until_quiet(self) -> int:
+        """Tick until nothing is requested; returns the number of ticks that requested."""
+        busy = 0
+        while self.tick():
+            busy += 1
+            assert busy < 10, "automation keeps requesting"
+        return busy
+
+
+def test_new_data_reaches_gold_by_itself(
+    broker: EmbeddedBroker, resources: dict[str, Any], lake_root: Path
+) -> None:
+    today = datetime.now(UTC).date()
+    resources["calendar"] = CalendarResource(as_of_date=today.isoformat())
+    sample = sample_data.generate(users=3, days=2, first_day=today - timedelta(days=2), seed=5)
+    with dg.instance_for_test() as instance:
+        daemon = AutomationDaemon(instance, resources)
+        assert daemon.tick() == 0  # the daemon was already running before any data
+        assert tick_stream_sensors(instance, resources) == 0  # nothing yet: no run
+        sample_data.write_landing(lake_root, sample.files)
+        sample_data.produce(broker.bootstrap_servers, sample.messages)
+        assert tick_stream_sensors(instance, resources) == 5  # 3 topics, 2 landing folders
+        assert daemon.tick_until_quiet() >= 2  # silver first, then what follows it
+        assert tick_stream_sensors(instance, resources) == 0
+
+    expected = oracle.workout_bpm_summary([sample], today)
+    rows = resources["lake"].read(resources["spark"].get_session(), GOLD, WORKOUT_BPM_SUMMARY)
+    days = {row.date for row in rows.select("date").distinct().collect()}
+    assert len(expected) > 0 and rows.count() == len(expected)
+    assert days == {row["date"] for row in expected} and all(isinstance(d, date) for d in days)
