@@ -33,7 +33,8 @@ broker: install
 	$(BIN)/lakehouse broker
 
 dev: install
-	$(BIN)/dagster dev -w workspace.yaml
+	mkdir -p .dagster && cp dagster.yaml .dagster/dagster.yaml
+	DAGSTER_HOME=$(CURDIR)/.dagster $(BIN)/dagster dev -w workspace.yaml
 
 bench: install
 	$(BIN)/python benchmarks/bronze_ingest.py
