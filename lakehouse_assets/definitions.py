@@ -7,7 +7,7 @@ from lakehouse_assets.constants import BRONZE, GOLD, SILVER
 from lakehouse_assets.gold.assets import gold_assets
 from lakehouse_assets.partitions import daily_partitions
 from lakehouse_assets.schedules.maintenance import maintenance_jobs, maintenance_schedules
-from lakehouse_assets.sensors.streams import stream_sensors
+from lakehouse_assets.sensors.streams import SETTINGS, stream_sensors
 from lakehouse_assets.silver.assets import silver_assets
 from resources import build_resources
 
@@ -27,7 +27,7 @@ automation_sensor = dg.AutomationConditionSensorDefinition(
     "lakehouse_automation",
     target=dg.AssetSelection.all(),
     default_status=dg.DefaultSensorStatus.RUNNING,
-    minimum_interval_seconds=30,
+    minimum_interval_seconds=SETTINGS.interval_s,
 )
 
 defs = dg.Definitions(

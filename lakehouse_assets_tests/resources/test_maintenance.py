@@ -32,9 +32,9 @@ def test_optimize_while_appends_commit_keeps_every_row_once(tmp_path: Path) -> N
     writer.join()
     assert ids(lake) == list(range(600))  # 60 batches of 10 ids, none lost, none doubled
 
-    final = optimize(lake, "bronze", "t")
-    assert final["after"]["files"] == 1 < final["before"]["files"]
-    assert results and results[0]["after"]["files"] < results[0]["before"]["files"]
+    # The first compaction ran beside the writer and dropped the 20+ files to fewer.
+    assert results and results[0]["after"]["files"] < 20 <= results[0]["before"]["files"]
+    assert optimize(lake, "bronze", "t")["after"]["files"] == 1
 
 
 def test_z_order_and_vacuum(tmp_path: Path) -> None:
