@@ -47,6 +47,15 @@ def _request(key: dg.AssetKey, stream: str) -> dg.RunRequest:
     return dg.RunRequest(asset_selection=[key], tags={STREAM_TAG: stream})
 
 
+def _first_run(
+    context: dg.SensorEvaluationContext, key: dg.AssetKey, stream: str
+) -> dg.SensorResult:
+    """The table does not exist yet: one run creates it (empty if there is no data), so the
+    tables downstream, which wait for every upstream table, can follow."""
+    context.log.info(f"{key.to_user_string()} does not exist yet: launching {stream}")
+    return dg.SensorResult(run_requests=[_request(key, stream)])
+
+
 def kafka_lag_sensor(topic: str, settings: SensorSettings) -> dg.SensorDefinition:
     """Launches ``bronze/<topic>`` when its stream lags; records the lag on the asset."""
     key, stream = asset_key(BRONZE, topic), stream_name(BRONZE, topic)
@@ -64,6 +73,8 @@ def kafka_lag_sensor(topic: str, settings: SensorSettings) -> dg.SensorDefinitio
     ) -> dg.SensorResult | dg.SkipReason:
         if run_in_progress(context.instance, key):
             return dg.SkipReason(f"A run of {stream} is queued or in progress.")
+        if not lake.exists(BRONZE, topic):
+            return _first_run(context, key, stream)
         lag = stream_lag(kafka, lake, topic)
         total = sum(lag.values())
         shown = ", ".join(f"{t}-{p}: {n}" for (t, p), n in sorted(lag.items())) or "no partitions"
@@ -104,6 +115,8 @@ def landing_sensor(source: str, settings: SensorSettings) -> dg.SensorDefinition
     ) -> dg.SensorResult | dg.SkipReason:
         if run_in_progress(context.instance, key):
             return dg.SkipReason(f"A run of {stream} is queued or in progress.")
+        if not lake.exists(BRONZE, source):
+            return _first_run(context, key, stream)
         checkpoint = lake.spark_path(CHECKPOINTS_DIR, stream)
         new = landed_files(lake.path(LANDING_DIR, source)) - files_read(checkpoint)
         if not new:

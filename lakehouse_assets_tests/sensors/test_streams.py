@@ -61,6 +61,9 @@ def test_kafka_lag_sensors_launch_exactly_the_lagging_stream(
     kafka, lake = resources["kafka"], resources["lake"]
     kafka.create_topic(TOPIC_BPM, partitions=2)
     kafka.create_topic(TOPIC_WORKOUT, partitions=2)
+    workout = asset_key(BRONZE, TOPIC_WORKOUT)
+    assert requested(evaluate(SENSORS[TOPIC_WORKOUT], instance, resources)) == [workout]
+    materialize(workout, resources)  # its first run creates the (empty) table
     produce(broker.bootstrap_servers, TOPIC_BPM, [{"n": n} for n in range(500)])
     materialize(asset_key(BRONZE, TOPIC_BPM), resources)
 
@@ -102,14 +105,15 @@ def test_landing_sensor_launches_for_complete_unread_files(
     instance = dg.DagsterInstance.ephemeral()
     sensor = landing_sensor(LANDING_GYM_LOGINS, SETTINGS)
     folder = lake_root / LANDING_DIR / LANDING_GYM_LOGINS
-    folder.mkdir(parents=True)
+    key = asset_key(BRONZE, LANDING_GYM_LOGINS)
+    assert requested(evaluate(sensor, instance, resources)) == [key]  # creates the table
+    materialize(key, resources)
     assert requested(evaluate(sensor, instance, resources)) == []
 
     (folder / ".half-written.csv").write_text("mac_address,gym,login,logout\n")
     assert requested(evaluate(sensor, instance, resources)) == []
 
     (folder / "a.csv").write_text("mac_address,gym,login,logout\nm1,5,100,200\n")
-    key = asset_key(BRONZE, LANDING_GYM_LOGINS)
     assert requested(evaluate(sensor, instance, resources)) == [key]
     materialize(key, resources)
     assert requested(evaluate(sensor, instance, resources)) == []
@@ -120,6 +124,7 @@ def test_small_lag_waits_until_the_oldest_record_has_waited_long_enough(
 ) -> None:
     instance = dg.DagsterInstance.ephemeral()
     sensor = kafka_lag_sensor(TOPIC_WORKOUT, SensorSettings(lag_threshold=100, lag_max_wait_s=60))
+    materialize(asset_key(BRONZE, TOPIC_WORKOUT), resources)  # the table exists, empty
     produce(broker.bootstrap_servers, TOPIC_WORKOUT, [{"n": n} for n in range(30)])
 
     first = sensor(dg.build_sensor_context(instance=instance, resources=resources))
