@@ -4,8 +4,9 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install run test lint broker dev bench clean
+.PHONY: install chromium run test lint broker dev bench clean
 
 install: $(STAMP)
 
@@ -18,10 +19,20 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+# The UI test drives a headless Chromium: Debian's package where apt is, else Playwright's build.
+chromium:
+	if command -v apt-get >/dev/null; then \
+		$(SUDO) apt-get update -qq && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	else \
+		$(BIN)/playwright install chromium; \
+	fi
+
 run: install
 	$(BIN)/lakehouse demo
 
 test: install
+	@command -v chromium >/dev/null || $(MAKE) --no-print-directory chromium
 	$(BIN)/python -m pytest
 
 lint: install

@@ -1,0 +1,154 @@
+"""`dagster dev` serves the project, and the asset graph of the Dagster UI, opened in a real
+headless Chromium driven by Playwright, shows every bronze, silver and gold asset.
+
+With LAKEHOUSE_UI_SCREENSHOT=<path> the test also saves the graph as a PNG (the README's picture:
+`LAKEHOUSE_UI_SCREENSHOT=docs/asset_graph.png make test`).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+from playwright.sync_api import Page, sync_playwright
+
+from lakehouse_assets.definitions import defs
+from resources.broker import free_port
+
+REPO_ROOT = Path(__file__).parents[1]
+# Without the background-networking switches Chromium keeps dialling Google on a closed network.
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]  # fmt: skip
+ELLIPSIS = "…"
+
+
+@pytest.fixture
+def dagster_ui(tmp_path: Path) -> Iterator[str]:
+    """`dagster dev` on a free port with a fresh instance; yields the UI's address.
+
+    The instance is the project's `dagster.yaml` with a run queue that starts nothing: the daemon
+    runs and the sensors request runs as usual, but no run executes while the test looks.
+    """
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    instance = yaml.safe_load((REPO_ROOT / "dagster.yaml").read_text())
+    instance["concurrency"]["runs"]["max_concurrent_runs"] = 0
+    (home / "dagster.yaml").write_text(yaml.safe_dump(instance))
+    port = free_port()
+    env = {**os.environ, "DAGSTER_HOME": str(home), "LAKEHOUSE_ROOT": str(tmp_path / "lake")}
+    dagster = Path(sys.executable).parent / "dagster"
+    log_path = tmp_path / "dagster_dev.log"
+    with log_path.open("w") as log:
+        server = subprocess.Popen(
+            [str(dagster), "dev", "-w", "workspace.yaml", "-p", str(port)],
+            cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_serving(url, server, log_path)
+        yield url
+    finally:
+        # `dagster dev` does not stop on SIGTERM while its children start; its session holds
+        # the webserver, the daemon and the code servers, and nothing else.
+        os.killpg(server.pid, 9)
+        server.wait()
+
+
+def wait_until_serving(url: str, server: subprocess.Popen[bytes], log_path: Path) -> None:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise RuntimeError(f"dagster dev exited:\n{log_path.read_text()[-3000:]}")
+        try:
+            urllib.request.urlopen(f"{url}/server_info", timeout=2)
+            return
+        except OSError:
+            time.sleep(1)
+    raise TimeoutError(f"dagster dev did not answer in 120 s:\n{log_path.read_text()[-3000:]}")
+
+
+def shows(label: str, name: str) -> bool:
+    """Whether a node label shows ``name``: whole, or middle-truncated as ``head…tail``."""
+    if ELLIPSIS not in label:
+        return label == name
+    head, tail = label.split(ELLIPSIS)
+    return len(head) + len(tail) < len(name) and name.startswith(head) and name.endswith(tail)
+
+
+# The label elements wholly visible: inside the window and not under a toolbar or panel.
+VISIBLE_LABELS = """() => Array.from(document.querySelectorAll("[class*='AssetNode_assetName']"))
+    .filter((label) => {
+        const box = label.getBoundingClientRect();
+        const corners = [[box.left + 1, box.top + 1], [box.right - 1, box.bottom - 1]];
+        return box.width > 0 && corners.every(([x, y]) => {
+            const top = document.elementFromPoint(x, y);
+            return top !== null && (label.contains(top) || top.contains(label));
+        });
+    })
+    .map((label) => label.innerText.trim())"""
+
+
+def graph_labels(page: Page) -> list[str]:
+    """The names on the asset nodes that are wholly visible."""
+    return page.evaluate(VISIBLE_LABELS)
+
+
+def open_whole_graph(page: Page, url: str, asset_count: int) -> list[str]:
+    """Open the global asset graph, expand every group, zoom out until every node is in view."""
+    page.goto(f"{url}/asset-groups", wait_until="networkidle")
+    skip = page.get_by_role("button", name="Skip")  # the first visit's community dialog
+    if skip.count():
+        skip.click()
+    page.keyboard.press("Alt+e")  # the graph's shortcut for "Expand all groups"
+    page.locator("button:has([aria-label='panel_show_right'])").last.click()  # hide the tree
+    page.wait_for_timeout(1000)
+    zoom_out = page.locator("button:has([aria-label='zoom_out'])")
+    labels = graph_labels(page)
+    for _ in range(12):
+        if len(labels) >= asset_count:
+            break
+        zoom_out.click()
+        page.wait_for_timeout(500)
+        labels = graph_labels(page)
+    return labels
+
+
+def test_asset_graph_shows_every_bronze_silver_and_gold_asset(dagster_ui: str) -> None:
+    keys = defs.resolve_all_asset_keys()
+    names = sorted(key.path[-1] for key in keys)
+    assert {key.path[0] for key in keys} == {"bronze", "silver", "gold"}
+    assert len(set(names)) == len(names)  # a label identifies its asset
+
+    chromium = shutil.which("chromium")  # Debian's; without it, Playwright's own build
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1200})
+            labels = open_whole_graph(page, dagster_ui, len(names))
+            if screenshot := os.environ.get("LAKEHOUSE_UI_SCREENSHOT"):
+                page.screenshot(path=screenshot)
+        finally:
+            browser.close()
+
+    shown = sorted(name for label in labels for name in names if shows(label, name))
+    assert shown == names, f"the graph shows {labels}"
+
+
+def test_a_label_shows_a_name_whole_or_middle_truncated() -> None:
+    assert shows("gym_logs", "gym_logs")
+    assert not shows("gym_logs", "gym_logs_quarantine")
+    assert shows("gym_lo…_quarantine", "gym_logins_quarantine")
+    assert not shows("gym_lo…_quarantine", "gym_logs")
+    assert not shows("workou…_summary", "workout_bpm")
+    assert shows("workou…_summary", "workout_bpm_summary")
