@@ -86,8 +86,9 @@ def shows(label: str, name: str) -> bool:
     return len(head) + len(tail) < len(name) and name.startswith(head) and name.endswith(tail)
 
 
-# The label elements wholly visible: inside the window and not under a toolbar or panel.
-VISIBLE_LABELS = """() => Array.from(document.querySelectorAll("[class*='AssetNode_assetName']"))
+ASSET_LABELS = "[class*='AssetNode_assetName']"  # the name on an asset node of the graph
+# The labels wholly visible: inside the window and not under a toolbar or panel.
+VISIBLE_LABELS = """(selector) => Array.from(document.querySelectorAll(selector))
     .filter((label) => {
         const box = label.getBoundingClientRect();
         const corners = [[box.left + 1, box.top + 1], [box.right - 1, box.bottom - 1]];
@@ -101,7 +102,7 @@ VISIBLE_LABELS = """() => Array.from(document.querySelectorAll("[class*='AssetNo
 
 def graph_labels(page: Page) -> list[str]:
     """The names on the asset nodes that are wholly visible."""
-    return page.evaluate(VISIBLE_LABELS)
+    return page.evaluate(VISIBLE_LABELS, ASSET_LABELS)
 
 
 def open_whole_graph(page: Page, url: str, asset_count: int) -> list[str]:
@@ -110,10 +111,12 @@ def open_whole_graph(page: Page, url: str, asset_count: int) -> list[str]:
     skip = page.get_by_role("button", name="Skip")  # the first visit's community dialog
     if skip.count():
         skip.click()
+    zoom_out = page.locator("button:has([aria-label='zoom_out'])")
+    zoom_out.wait_for()  # the graph is drawn (its groups collapsed)
     page.keyboard.press("Alt+e")  # the graph's shortcut for "Expand all groups"
+    page.locator(ASSET_LABELS).first.wait_for()
     page.locator("button:has([aria-label='panel_show_right'])").last.click()  # hide the tree
     page.wait_for_timeout(1000)
-    zoom_out = page.locator("button:has([aria-label='zoom_out'])")
     labels = graph_labels(page)
     for _ in range(12):
         if len(labels) >= asset_count:
