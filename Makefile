@@ -17,6 +17,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/lakehouse spark-archive
 	touch $(STAMP)
 
 # The UI test drives a headless Chromium: Debian's package where apt is, else Playwright's build.

@@ -234,27 +234,6 @@ def project_env(bootstrap: str, lake_root: str) -> dict[str, str]:
     return {**passthrough, "KAFKA_BOOTSTRAP_SERVERS": bootstrap, "LAKEHOUSE_ROOT": lake_root}
 
 
-def stop_spark() -> None:
-    """Stop the Spark session and wait for its JVM, so getrusage accounts for it."""
-    from pyspark import SparkContext
-    from pyspark.sql import SparkSession
-
-    session = SparkSession.getActiveSession()
-    if session is not None:
-        session.stop()
-    gateway = SparkContext._gateway
-    process = getattr(gateway, "proc", None)
-    if gateway is not None:
-        gateway.shutdown()
-    if process is not None:
-        process.stdin.close()  # the JVM exits at end of its stdin
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
 def run_project(bootstrap: str, records: int, lake_root: str, warm: bool = False) -> dict[str, Any]:
     """Materialize ``bronze/bpm`` once and check it holds ``records`` rows.
 
@@ -266,6 +245,7 @@ def run_project(bootstrap: str, records: int, lake_root: str, warm: bool = False
 
     from lakehouse_assets.bronze.assets import bronze_kafka_assets
     from resources import build_resources
+    from resources.spark import stop_spark
 
     env = project_env(bootstrap, lake_root)
     asset = next(a for a in bronze_kafka_assets if a.key == dg.AssetKey(["bronze", TOPIC]))
@@ -283,7 +263,7 @@ def run_project(bootstrap: str, records: int, lake_root: str, warm: bool = False
         raise BenchmarkError("The materialization of bronze/bpm failed.")
     metadata = result.asset_materializations_for_node(f"bronze__{TOPIC}")[0].metadata
     rows = resources["lake"].row_count("bronze", TOPIC)
-    stop_spark()
+    stop_spark()  # waits for the JVM, so getrusage accounts for it
     return {
         "seconds": elapsed,
         "session_seconds": warm_up_s,

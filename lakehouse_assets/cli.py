@@ -172,6 +172,18 @@ def produce_sample(users: int, days: int) -> None:
     print(f"Produced into {servers}: {counts}")
 
 
+def spark_archive() -> None:
+    """Write the Spark driver's class archive (see ``resources.jvm_archive``)."""
+    from resources.jvm_archive import write_archive
+
+    started = time.perf_counter()
+    try:
+        path = write_archive()
+    except RuntimeError as error:
+        sys.exit(str(error))
+    print(f"Wrote the Spark driver class archive {path} in {time.perf_counter() - started:.0f} s")
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of the ``lakehouse`` command."""
     parser = argparse.ArgumentParser(prog="lakehouse", description=__doc__)
@@ -183,12 +195,17 @@ def main(argv: Sequence[str] | None = None) -> None:
         sub.add_argument("--days", type=int, default=2, help="number of days (default 2)")
     run_broker = commands.add_parser("broker", help="run the embedded Kafka broker")
     run_broker.add_argument("--port", type=int, default=DEFAULT_BROKER_PORT)
+    commands.add_parser(
+        "spark-archive", help="write the class archive that makes Spark's driver start sooner"
+    )
     args = parser.parse_args(argv)
     try:
         if args.command == "demo":
             demo(args.users, args.days)
         elif args.command == "produce-sample":
             produce_sample(args.users, args.days)
+        elif args.command == "spark-archive":
+            spark_archive()
         else:
             broker(args.port)
     except EmbeddedBrokerError as error:
