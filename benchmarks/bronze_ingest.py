@@ -12,7 +12,7 @@ the comparison. Then the same records are ingested three times into fresh Delta 
   delta-rs). The Spark session is started once before the clock starts; its start-up time is
   printed separately. The timed part is the materialization only. This is the headline figure:
   every Dagster run starts a new Spark application, so it pays Spark's cold start of the Python
-  data-source processes and workers (about 5-6 s here, even for a source yielding one row).
+  data-source processes and workers (about 6 s here from the run's start to the first record).
 * **project-warm**: the same, after an untimed first ingestion (into another lake) in the same
   process warmed those processes: the throughput of the data path itself.
 * **baseline**: what a user might write instead: one kafka-python ``KafkaConsumer`` polling all
