@@ -1,7 +1,7 @@
 """A class-data-sharing archive for the Spark driver JVM, so a new Spark application starts sooner.
 
-Every Dagster run starts its own Spark application, and most of a short run is the JVM loading
-and verifying Spark's classes. The JDK's dynamic class-data sharing (AppCDS, JDK 13+) dumps the
+Every Dagster run starts its own Spark application, and much of its start is the JVM loading and
+verifying Spark's classes. The JDK's dynamic class-data sharing (AppCDS, JDK 13+) dumps the
 classes a JVM loaded into an archive at exit; a later JVM with the same JDK and class path maps
 that archive instead of loading the classes again. ``lakehouse spark-archive`` (run by
 ``make install``) writes the archive by running a small Spark workload of the kinds the assets
@@ -117,4 +117,5 @@ if __name__ == "__main__":
 
     # The JVM options come from LAKEHOUSE_SPARK_CONF, as for any run; see ``write_archive``.
     _workload(build_resources()["spark"].get_session(), sys.argv[1])
-    stop_spark()  # the JVM writes the archive as it exits
+    if not stop_spark(timeout_s=300):  # the JVM writes the archive as it exits
+        sys.exit("The Spark driver JVM did not exit in time; its archive may be incomplete.")

@@ -79,8 +79,11 @@ def quick_start_options(archive: Path) -> str:
     return " ".join(options)
 
 
-def stop_spark(timeout_s: float = 60) -> None:
-    """Stop this process's Spark session and its driver JVM, and wait until the JVM has exited."""
+def stop_spark(timeout_s: float = 60) -> bool:
+    """Stop this process's Spark session and its driver JVM, and wait until the JVM has exited.
+
+    Returns False when the JVM had to be killed after ``timeout_s``.
+    """
     session = SparkSession.getActiveSession()
     if session is not None:
         session.stop()
@@ -95,3 +98,5 @@ def stop_spark(timeout_s: float = 60) -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+            return False
+    return True
