@@ -8,6 +8,7 @@ With LAKEHOUSE_UI_SCREENSHOT=<path> the test also saves the graph as a PNG (the 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from playwright.sync_api import Page, sync_playwright
+from playwright.sync_api import Locator, Page, expect, sync_playwright
 
 from lakehouse_assets.definitions import defs
 from resources.broker import free_port
@@ -37,12 +38,14 @@ def dagster_ui(tmp_path: Path) -> Iterator[str]:
     """`dagster dev` on a free port with a fresh instance; yields the UI's address.
 
     The instance is the project's `dagster.yaml` with a run queue that starts nothing: the daemon
-    runs and the sensors request runs as usual, but no run executes while the test looks.
+    runs and the sensors request runs as usual, but no run executes while the test looks. Its
+    first-visit "Join the Dagster community" dialog is off (`nux`), as a returning user sees the UI.
     """
     home = tmp_path / "dagster_home"
     home.mkdir()
     instance = yaml.safe_load((REPO_ROOT / "dagster.yaml").read_text())
     instance["concurrency"]["runs"]["max_concurrent_runs"] = 0
+    instance["nux"] = {"enabled": False}
     (home / "dagster.yaml").write_text(yaml.safe_dump(instance))
     port = free_port()
     env = {**os.environ, "DAGSTER_HOME": str(home), "LAKEHOUSE_ROOT": str(tmp_path / "lake")}
@@ -102,18 +105,31 @@ VISIBLE_LABELS = """(selector) => Array.from(document.querySelectorAll(selector)
 
 def graph_labels(page: Page) -> list[str]:
     """The names on the asset nodes that are wholly visible."""
+    expect(page.get_by_role("dialog")).to_have_count(0)  # runs the dialog handler if one is up
     return page.evaluate(VISIBLE_LABELS, ASSET_LABELS)
+
+
+# The buttons that close a prompt Dagster may show over the page, whenever it shows.
+DISMISS_BUTTONS = re.compile(r"^(Skip|Dismiss|Close|Not now|No thanks|Got it)$", re.IGNORECASE)
+
+
+def dismiss_dialog(dialog: Locator) -> None:
+    """Close a dialog with its own dismiss button, or with Escape when it has none."""
+    button = dialog.get_by_role("button", name=DISMISS_BUTTONS)
+    if button.count():
+        button.first.click()
+    else:
+        dialog.press("Escape")
 
 
 def open_whole_graph(page: Page, url: str, asset_count: int) -> list[str]:
     """Open the global asset graph, expand every group, zoom out until every node is in view."""
+    # Playwright runs the handler before any action while a dialog is up, however late it came.
+    page.add_locator_handler(page.get_by_role("dialog"), dismiss_dialog)
     page.goto(f"{url}/asset-groups", wait_until="networkidle")
-    skip = page.get_by_role("button", name="Skip")  # the first visit's community dialog
-    if skip.count():
-        skip.click()
     zoom_out = page.locator("button:has([aria-label='zoom_out'])")
     zoom_out.wait_for()  # the graph is drawn (its groups collapsed)
-    page.keyboard.press("Alt+e")  # the graph's shortcut for "Expand all groups"
+    page.locator("body").press("Alt+e")  # the graph's shortcut for "Expand all groups"
     page.locator(ASSET_LABELS).first.wait_for()
     page.locator("button:has([aria-label='panel_show_right'])").last.click()  # hide the tree
     page.wait_for_timeout(1000)
