@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install chromium run test lint broker dev bench clean
+.PHONY: install chromium run test lint broker spark-server dev bench clean
 
 install: $(STAMP)
 
@@ -32,9 +32,12 @@ chromium:
 run: install
 	$(BIN)/lakehouse demo
 
+# Every test on one shared Spark Connect server; then the tests marked local_spark once more on a
+# local Spark application in the test process (see lakehouse_assets_tests/conftest.py).
 test: install
 	@command -v chromium >/dev/null || $(MAKE) --no-print-directory chromium
 	$(BIN)/python -m pytest
+	LAKEHOUSE_TEST_SPARK=local $(BIN)/python -m pytest -m local_spark
 
 lint: install
 	$(BIN)/ruff check .
@@ -44,9 +47,12 @@ lint: install
 broker: install
 	$(BIN)/lakehouse broker
 
+spark-server: install
+	$(BIN)/lakehouse spark-server
+
 dev: install
 	mkdir -p .dagster && cp dagster.yaml .dagster/dagster.yaml
-	DAGSTER_HOME=$(CURDIR)/.dagster $(BIN)/dagster dev -w workspace.yaml
+	DAGSTER_HOME=$(CURDIR)/.dagster $(BIN)/lakehouse dev
 
 bench: install
 	$(BIN)/python benchmarks/bronze_ingest.py

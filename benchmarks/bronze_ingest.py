@@ -478,7 +478,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"broker: {external} (KAFKA_BOOTSTRAP_SERVERS)")
         benchmark(external, args, external=True)
         return
-    from resources.broker import EmbeddedBroker
+    from lakehouse_assets.devtools.broker import EmbeddedBroker
 
     with EmbeddedBroker() as broker:
         print(f"broker: embedded tansu at {broker.bootstrap_servers}")

@@ -33,8 +33,8 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+from lakehouse_assets.devtools.broker import EmbeddedBroker  # noqa: E402
 from lakehouse_assets.sample_data import Message, produce  # noqa: E402
-from resources.broker import EmbeddedBroker  # noqa: E402
 
 USER_ID, DEVICE_ID = 1, 1001
 REGISTRATION = "user_id,device_id,mac_address,registration_timestamp\n1,1001,aa:01,1700000000\n"

@@ -15,8 +15,13 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from resources import ENV_KAFKA_BOOTSTRAP_SERVERS, ENV_LAKEHOUSE_ROOT
-from resources.broker import EmbeddedBroker, EmbeddedBrokerError
+from lakehouse_assets.devtools.broker import EmbeddedBroker, EmbeddedBrokerError
+from lakehouse_assets.devtools.spark_server import (
+    DEFAULT_CONNECT_PORT,
+    SparkConnectServer,
+    SparkServerError,
+)
+from resources import ENV_KAFKA_BOOTSTRAP_SERVERS, ENV_LAKEHOUSE_ROOT, ENV_SPARK_REMOTE
 
 if TYPE_CHECKING:
     import dagster as dg
@@ -40,6 +45,22 @@ def kafka_for_demo(configured: str | None) -> Iterator[str]:
             yield broker.bootstrap_servers
         finally:
             del os.environ[ENV_KAFKA_BOOTSTRAP_SERVERS]
+
+
+@contextlib.contextmanager
+def spark_for_demo(configured: str | None) -> Iterator[str]:
+    """The configured Spark Connect server, or one started for the duration of the block."""
+    if configured:
+        yield configured
+        return
+    print("Starting a Spark Connect server (one Spark application for every run)...", flush=True)
+    with SparkConnectServer() as server:
+        os.environ[ENV_SPARK_REMOTE] = server.url
+        print(f"Spark Connect server on {server.url} (log: {server.log_path})")
+        try:
+            yield server.url
+        finally:
+            del os.environ[ENV_SPARK_REMOTE]
 
 
 def prepare_demo_lake(root: Path, embedded: bool) -> None:
@@ -71,7 +92,10 @@ def demo(users: int, days: int) -> None:
     configured = os.environ.get(ENV_KAFKA_BOOTSTRAP_SERVERS)
     root = Path(os.environ.get(ENV_LAKEHOUSE_ROOT, "lake"))
     prepare_demo_lake(root, embedded=not configured)
-    with kafka_for_demo(configured) as bootstrap_servers:
+    with (
+        kafka_for_demo(configured) as bootstrap_servers,
+        spark_for_demo(os.environ.get(ENV_SPARK_REMOTE)),
+    ):
         sample = sample_data.generate(users, days)
         sample_data.write_landing(root, sample.files)
         counts = sample_data.produce(bootstrap_servers, sample.messages)
@@ -80,11 +104,12 @@ def demo(users: int, days: int) -> None:
         resources = build_resources()  # after the embedded broker set KAFKA_BOOTSTRAP_SERVERS
         results = materialize_graph(resources)
         print(f"Materialized the asset graph in {time.monotonic() - started:.1f} s")
-    for result in results:
-        print_row_counts(result)
-    if not all(result.success for result in results):
-        raise SystemExit("A run failed; see the log above.")
-    print_gold_reports(resources)
+        for result in results:
+            print_row_counts(result)
+        if not all(result.success for result in results):
+            raise SystemExit("A run failed; see the log above.")
+        print_gold_reports(resources)
+        resources["spark"].get_session().stop()  # releases the session while the server runs
 
 
 def materialize_graph(resources: dict[str, Any]) -> list[dg.ExecuteInProcessResult]:
@@ -163,6 +188,28 @@ def broker(port: int) -> None:
                 time.sleep(3600)
 
 
+def spark_server(port: int, master: str) -> None:
+    """Run a Spark Connect server in the foreground until interrupted (Ctrl-C or SIGTERM)."""
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # leave the block: the server stops too
+    print(f"Starting a Spark Connect server (master {master})...", flush=True)
+    with SparkConnectServer(port=port, master=master) as server:
+        print(f"Spark Connect server on {server.url} (log: {server.log_path}); Ctrl-C stops it.")
+        print(f"export {ENV_SPARK_REMOTE}={server.url}", flush=True)
+        with contextlib.suppress(KeyboardInterrupt):
+            while True:
+                time.sleep(3600)
+
+
+def dev(port: int) -> None:
+    """`dagster dev` with every run a client of one Spark Connect server (started unless
+    SPARK_REMOTE names one)."""
+    import subprocess
+
+    command = [str(Path(sys.executable).parent / "dagster"), "dev", "-w", "workspace.yaml"]
+    with spark_for_demo(os.environ.get(ENV_SPARK_REMOTE)), contextlib.suppress(KeyboardInterrupt):
+        subprocess.run([*command, "-p", str(port)], check=False)
+
+
 def produce_sample(users: int, days: int) -> None:
     """Produce the sample events into the configured Kafka."""
     from lakehouse_assets import sample_data
@@ -173,8 +220,8 @@ def produce_sample(users: int, days: int) -> None:
 
 
 def spark_archive() -> None:
-    """Write the Spark driver's class archive (see ``resources.jvm_archive``)."""
-    from resources.jvm_archive import write_archive
+    """Write the Spark driver's class archive (see ``lakehouse_assets.devtools.jvm_archive``)."""
+    from lakehouse_assets.devtools.jvm_archive import write_archive
 
     started = time.perf_counter()
     try:
@@ -195,6 +242,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         sub.add_argument("--days", type=int, default=2, help="number of days (default 2)")
     run_broker = commands.add_parser("broker", help="run the embedded Kafka broker")
     run_broker.add_argument("--port", type=int, default=DEFAULT_BROKER_PORT)
+    run_server = commands.add_parser("spark-server", help="run a Spark Connect server")
+    run_server.add_argument("--port", type=int, default=DEFAULT_CONNECT_PORT)
+    run_server.add_argument("--master", default=os.environ.get("SPARK_MASTER", "local[*]"))
+    run_dev = commands.add_parser("dev", help="`dagster dev` on a Spark Connect server")
+    run_dev.add_argument("--port", type=int, default=3000, help="the UI's port (default 3000)")
     commands.add_parser(
         "spark-archive", help="write the class archive that makes Spark's driver start sooner"
     )
@@ -206,7 +258,11 @@ def main(argv: Sequence[str] | None = None) -> None:
             produce_sample(args.users, args.days)
         elif args.command == "spark-archive":
             spark_archive()
+        elif args.command == "spark-server":
+            spark_server(args.port, args.master)
+        elif args.command == "dev":
+            dev(args.port)
         else:
             broker(args.port)
-    except EmbeddedBrokerError as error:
+    except (EmbeddedBrokerError, SparkServerError) as error:
         sys.exit(str(error))

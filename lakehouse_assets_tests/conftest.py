@@ -1,8 +1,16 @@
-"""Shared fixtures: a real embedded broker per test, one Spark session per test process."""
+"""Shared fixtures: a real embedded broker per test, one Spark application per test session.
+
+By default the session starts one Spark Connect server from the pyspark wheel and every test, and
+every process a test starts (``SPARK_REMOTE`` is exported), is a client of it: the production
+shape. With ``LAKEHOUSE_TEST_SPARK=local`` the tests run on a local Spark application in the
+test process instead; ``make test`` runs the tests marked ``local_spark`` that way too. (A process
+holds either kind of session, never both: PySpark forbids mixing them.)
+"""
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -11,14 +19,36 @@ import pytest
 from pyspark.sql import SparkSession
 
 from lakehouse_assets import sample_data
+from lakehouse_assets.devtools.broker import EmbeddedBroker
+from lakehouse_assets.devtools.spark_server import SparkConnectServer
 from lakehouse_assets.sample_data import Message
-from resources import SparkResource, build_resources
-from resources.broker import EmbeddedBroker
+from resources import ENV_SPARK_REMOTE, SparkResource, build_resources
+
+SPARK_MODE = os.environ.get("LAKEHOUSE_TEST_SPARK", "connect")
+if SPARK_MODE not in ("connect", "local"):
+    raise ValueError(f"LAKEHOUSE_TEST_SPARK must be 'connect' or 'local', got {SPARK_MODE!r}")
 
 
 @pytest.fixture(scope="session")
-def spark() -> SparkSession:
-    return SparkResource().get_session()
+def spark_remote() -> Iterator[str | None]:
+    """The URL of the session's Spark Connect server (None on a local Spark)."""
+    if SPARK_MODE == "local":
+        yield None
+        return
+    with SparkConnectServer() as server:
+        os.environ[ENV_SPARK_REMOTE] = server.url  # processes the tests start use it too
+        try:
+            yield server.url
+        finally:
+            del os.environ[ENV_SPARK_REMOTE]
+
+
+@pytest.fixture(scope="session")
+def spark(spark_remote: str | None) -> Iterator[SparkSession]:
+    session = SparkResource(remote=spark_remote).get_session()
+    yield session
+    if spark_remote:  # release the session while its server runs (at exit it would retry)
+        session.stop()
 
 
 @pytest.fixture
@@ -33,10 +63,13 @@ def lake_root(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def resources(broker: EmbeddedBroker, lake_root: Path, spark: SparkSession) -> dict[str, Any]:
-    return build_resources(
-        {"KAFKA_BOOTSTRAP_SERVERS": broker.bootstrap_servers, "LAKEHOUSE_ROOT": str(lake_root)}
-    )
+def resources(
+    broker: EmbeddedBroker, lake_root: Path, spark: SparkSession, spark_remote: str | None
+) -> dict[str, Any]:
+    env = {"KAFKA_BOOTSTRAP_SERVERS": broker.bootstrap_servers, "LAKEHOUSE_ROOT": str(lake_root)}
+    if spark_remote:
+        env[ENV_SPARK_REMOTE] = spark_remote
+    return build_resources(env)
 
 
 def produce(

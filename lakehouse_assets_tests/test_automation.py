@@ -14,10 +14,10 @@ import dagster as dg
 from lakehouse_assets import sample_data
 from lakehouse_assets.constants import GOLD, WORKOUT_BPM_SUMMARY
 from lakehouse_assets.definitions import all_assets
+from lakehouse_assets.devtools.broker import EmbeddedBroker
 from lakehouse_assets.sensors.streams import stream_sensors
 from lakehouse_assets_tests import fitness_oracle as oracle
 from resources import CalendarResource
-from resources.broker import EmbeddedBroker
 
 ASSETS = {key: asset for asset in all_assets for key in asset.keys}
 

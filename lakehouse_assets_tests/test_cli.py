@@ -12,9 +12,9 @@ from pathlib import Path
 
 from lakehouse_assets import sample_data
 from lakehouse_assets.constants import BRONZE, GOLD, KAFKA_TOPICS, WORKOUT_BPM_SUMMARY
+from lakehouse_assets.devtools.broker import EmbeddedBroker
 from lakehouse_assets_tests import fitness_oracle as oracle
 from resources import LakeResource
-from resources.broker import EmbeddedBroker
 
 REPO_ROOT = Path(__file__).parents[1]
 BIN = Path(sys.executable).parent
@@ -80,7 +80,7 @@ def test_broker_command_stops_its_broker_on_sigterm() -> None:
     import socket
     import time
 
-    from resources.broker import free_port
+    from lakehouse_assets.devtools.broker import free_port
 
     port = free_port()
     command = [str(BIN / "lakehouse"), "broker", "--port", str(port)]

@@ -24,9 +24,12 @@ def test_resources_come_from_the_environment() -> None:
             "KAFKA_BOOTSTRAP_SERVERS": "k1:9092,k2:9092",
             "SPARK_MASTER": "spark://m:7077",
             "LAKEHOUSE_SPARK_CONF": '{"spark.executor.memory": "4g"}',
+            "SPARK_REMOTE": "sc://spark:15002",
         }
     )
     assert built["lake"].root == "/data/lake"
     assert built["kafka"].bootstrap_servers == "k1:9092,k2:9092"
     assert built["spark"].master == "spark://m:7077"
-    assert built["spark"].conf == {"spark.executor.memory": "4g"}
+    assert built["spark"].spark_config == {"spark.executor.memory": "4g"}
+    assert built["spark"].remote == "sc://spark:15002"
+    assert build_resources({})["spark"].remote is None  # a local Spark application

@@ -15,10 +15,12 @@ from lakehouse_assets.cli import materialize_graph
 from lakehouse_assets.constants import GOLD, GYM_SUMMARY, QUARANTINE_SUFFIX, SILVER
 from lakehouse_assets.constants import WORKOUT_BPM_SUMMARY as BPM_SUMMARY
 from lakehouse_assets.definitions import defs
+from lakehouse_assets.devtools.broker import EmbeddedBroker
 from lakehouse_assets.silver.assets import PARSED_TABLES
 from lakehouse_assets_tests import fitness_oracle as oracle
 from resources import CalendarResource
-from resources.broker import EmbeddedBroker
+
+pytestmark = pytest.mark.local_spark  # also on a local Spark application
 
 AS_OF = date(2026, 11, 21)
 BATCHES = (

@@ -22,7 +22,7 @@ import yaml
 from playwright.sync_api import Locator, Page, expect, sync_playwright
 
 from lakehouse_assets.definitions import defs
-from resources.broker import free_port
+from lakehouse_assets.devtools.broker import free_port
 
 REPO_ROOT = Path(__file__).parents[1]
 # Without the background-networking switches Chromium keeps dialling Google on a closed network.

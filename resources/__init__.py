@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ENV_AS_OF_DATE",
+    "ENV_GOLD_START_DATE",
     "ENV_KAFKA_BOOTSTRAP_SERVERS",
     "ENV_LAG_MAX_WAIT_S",
     "ENV_LAG_THRESHOLD",
@@ -27,6 +28,7 @@ __all__ = [
     "ENV_SENSOR_INTERVAL_S",
     "ENV_SPARK_CONF",
     "ENV_SPARK_MASTER",
+    "ENV_SPARK_REMOTE",
     "CalendarResource",
     "KafkaResource",
     "LakeResource",
@@ -39,8 +41,10 @@ __all__ = [
 ENV_LAKEHOUSE_ROOT: Final = "LAKEHOUSE_ROOT"
 ENV_KAFKA_BOOTSTRAP_SERVERS: Final = "KAFKA_BOOTSTRAP_SERVERS"
 ENV_SPARK_MASTER: Final = "SPARK_MASTER"
+ENV_SPARK_REMOTE: Final = "SPARK_REMOTE"  # Spark's own: the Spark Connect server to use
 ENV_SPARK_CONF: Final = "LAKEHOUSE_SPARK_CONF"
 ENV_AS_OF_DATE: Final = "LAKEHOUSE_AS_OF_DATE"
+ENV_GOLD_START_DATE: Final = "LAKEHOUSE_GOLD_START_DATE"
 ENV_SENSOR_INTERVAL_S: Final = "LAKEHOUSE_SENSOR_INTERVAL_S"
 ENV_LAG_THRESHOLD: Final = "LAKEHOUSE_LAG_THRESHOLD"
 ENV_LAG_MAX_WAIT_S: Final = "LAKEHOUSE_LAG_MAX_WAIT_S"
@@ -85,8 +89,9 @@ def build_resources(environ: dict[str, str] | None = None) -> dict[str, Any]:
     env = os.environ if environ is None else environ
     return {
         "spark": SparkResource(
+            remote=env.get(ENV_SPARK_REMOTE) or None,
             master=env.get(ENV_SPARK_MASTER, "local[*]"),
-            conf=_spark_conf(env.get(ENV_SPARK_CONF, "{}")),
+            spark_config=_spark_conf(env.get(ENV_SPARK_CONF, "{}")),
         ),
         "kafka": KafkaResource(
             bootstrap_servers=env.get(ENV_KAFKA_BOOTSTRAP_SERVERS, "127.0.0.1:9092")

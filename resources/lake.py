@@ -198,7 +198,7 @@ class LakeResource(dg.ConfigurableResource):
         change_type = changes["_change_type"].cast(pa.string())
         inserted = pc.is_in(change_type, pa.array(["insert", "update_postimage"]))  # pyright: ignore[reportAttributeAccessIssue]
         kept = changes.select(schema.names).cast(schema).filter(inserted)
-        return spark.createDataFrame(kept), current
+        return spark.createDataFrame(kept, from_arrow_schema(schema)), current
 
     def append(
         self,

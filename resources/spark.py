@@ -1,74 +1,147 @@
-"""The Spark resource: one PySpark session for a Dagster run."""
+"""The Spark resource: a Spark Connect session on a long-lived Spark application, or a local one.
+
+Built on ``dagster_pyspark.LazyPySparkResource`` (the session is made on first use, so a run that
+needs no Spark never pays for it). With ``remote`` set (``SPARK_REMOTE``, Spark's own variable,
+e.g. ``sc://localhost:15002``) every run is a thin client of one Spark Connect server: no JVM starts
+in the run's process, and the server's executors do the work. Without it, the run starts a local
+Spark application of its own (tests, one-off scripts).
+"""
 
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
-import dagster as dg
+from dagster_pyspark import LazyPySparkResource
 from pydantic import Field
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
-from resources.jvm_archive import DEFAULT_ARCHIVE
 from resources.kafka_source import KafkaDataSource
 
-# Spark settings that suit a laptop; any of them can be overridden through ``conf``.
-LOCAL_DEFAULTS: dict[str, str] = {
+# Session settings every run relies on, whatever the application: applied to each new session.
+SESSION_DEFAULTS: dict[str, str] = {
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.shuffle.partitions": "8",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
+    # Parquet footers then carry timestamp min/max (INT96 has none): Delta's file statistics.
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
     "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",
+}
+# Application settings of a local Spark that suit a laptop; ``spark_config`` overrides any.
+LOCAL_DEFAULTS: dict[str, str] = {
+    **SESSION_DEFAULTS,
     "spark.driver.memory": "2g",
     "spark.ui.showConsoleProgress": "false",
 }
+# The driver's class archive sits in the virtual environment: it belongs to its PySpark and JDK.
+DEFAULT_ARCHIVE = Path(sys.prefix) / "share" / "lakehouse" / "spark-driver.jsa"
+CONNECT_TIMEOUT_S = 10.0
+CONNECT_MODE_MARK = "SPARK_CONNECT_MODE_ENABLED"  # set by PySpark in a process using Connect
 
 
-class SparkResource(dg.ConfigurableResource):
-    """A PySpark session, created on first use and shared by every step of a run.
+class SparkConnectUnreachable(RuntimeError):
+    """No Spark Connect server answers at the configured URL."""
 
-    Spark's Python workers run this interpreter (``PYSPARK_PYTHON``), so they import the
-    project's packages, and the Kafka streaming source is registered on the session.
+
+class SparkResource(LazyPySparkResource):
+    """The run's Spark session, created on first use and shared by every step of the run.
+
+    The Kafka streaming source is registered on the session. A local session's Python workers
+    run this interpreter (``PYSPARK_PYTHON``), so they import the project's packages; a Connect
+    server's workers run the interpreter the server was started with.
     """
 
+    spark_config: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Extra Spark settings (LAKEHOUSE_SPARK_CONF). Over Connect only session "
+        "settings apply; the server's own settings are given when it starts.",
+    )
+    remote: str | None = Field(
+        default=None,
+        description="Spark Connect URL (SPARK_REMOTE), e.g. sc://localhost:15002. When unset, "
+        "the run starts a local Spark application with `master`.",
+    )
     master: str = Field(
         default="local[*]",
-        description="Spark master URL: local[*], spark://host:7077, yarn, k8s://...",
+        description="Master of a local application: local[*], spark://host:7077, yarn, k8s://...",
     )
     app_name: str = Field(default="lakehouse", description="Spark application name.")
-    ui_enabled: bool = Field(default=False, description="Serve the Spark web UI.")
-    log_level: str = Field(default="WARN", description="Spark's log level.")
-    conf: dict[str, str] = Field(
-        default_factory=dict,
-        description="Extra Spark settings, applied over the local defaults.",
-    )
+    ui_enabled: bool = Field(default=False, description="Serve a local application's web UI.")
+    log_level: str = Field(default="WARN", description="A local application's log level.")
     quick_start: bool = Field(
         default=True,
-        description="Start the driver JVM quickly: its classes from the archive that "
+        description="Start a local driver JVM quickly: its classes from the archive that "
         "`lakehouse spark-archive` writes, and the JIT's quick tier only "
         "(-XX:TieredStopAtLevel=1). Suits short runs; turn it off for long CPU-bound local "
-        "jobs. An explicit spark.driver.extraJavaOptions in `conf` replaces these options.",
+        "jobs. An explicit spark.driver.extraJavaOptions replaces these options.",
     )
+
+    def _init_session(self) -> None:
+        if self._spark_session is None:
+            session = self._connect() if self.remote else self._start_local()
+            session.dataSource.register(KafkaDataSource)
+            self._spark_session = session
 
     def get_session(self) -> SparkSession:
         """The run's Spark session (created on the first call)."""
+        return self.spark_session
+
+    def _connect(self) -> SparkSession:
+        assert self.remote is not None
+        check_reachable(self.remote)
+        session = SparkSession.builder.remote(self.remote).getOrCreate()
+        for key, value in {**SESSION_DEFAULTS, **self.spark_config}.items():
+            session.conf.set(key, str(value))
+        return session
+
+    def _start_local(self) -> SparkSession:
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-        builder: Any = SparkSession.builder.master(self.master).appName(self.app_name)
         settings = {**LOCAL_DEFAULTS, "spark.ui.enabled": str(self.ui_enabled).lower()}
         if self.quick_start:
             settings["spark.driver.extraJavaOptions"] = quick_start_options(DEFAULT_ARCHIVE)
-        for key, value in {**settings, **self.conf}.items():
-            builder = builder.config(key, value)
+        builder: Any = SparkSession.builder.master(self.master).appName(self.app_name)
+        for key, value in {**settings, **self.spark_config}.items():
+            builder = builder.config(key, str(value))
         existing = SparkSession.getActiveSession()
         session = builder.getOrCreate()
-        if session is not existing:  # a new session: configure it once
+        if session is not existing:
             session.sparkContext.setLogLevel(self.log_level)
-            session.dataSource.register(KafkaDataSource)
         return session
+
+
+def check_reachable(url: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
+    """Fail at once, naming ``url``, when nothing listens at a Spark Connect URL.
+
+    Raises:
+        SparkConnectUnreachable: the host does not accept a connection within ``timeout_s``.
+    """
+    parsed = urlparse(url.split(";")[0])
+    if parsed.scheme != "sc" or not parsed.hostname:
+        raise SparkConnectUnreachable(
+            f"SPARK_REMOTE must be a Spark Connect URL like sc://host:15002, got {url!r}"
+        )
+    try:
+        with socket.create_connection((parsed.hostname, parsed.port or 15002), timeout_s):
+            pass
+    except OSError as error:
+        raise SparkConnectUnreachable(
+            f"Cannot reach the Spark Connect server at {url}: {error}. Start one with "
+            "`lakehouse spark-server`, or unset SPARK_REMOTE to run a local Spark."
+        ) from error
+
+
+def without_connect(environ: Mapping[str, str]) -> dict[str, str]:
+    """``environ`` for a process that must start a local Spark application, not a Connect client:
+    without ``SPARK_REMOTE`` and the mark PySpark sets once a process has a Connect session."""
+    return {k: v for k, v in environ.items() if k not in ("SPARK_REMOTE", CONNECT_MODE_MARK)}
 
 
 def quick_start_options(archive: Path) -> str:
@@ -80,7 +153,7 @@ def quick_start_options(archive: Path) -> str:
 
 
 def stop_spark(timeout_s: float = 60) -> bool:
-    """Stop this process's Spark session and its driver JVM, and wait until the JVM has exited.
+    """Stop this process's local Spark session and its driver JVM, and wait until it has exited.
 
     Returns False when the JVM had to be killed after ``timeout_s``.
     """

@@ -39,6 +39,10 @@ class DeltaBatchSink:
 
     The transaction app id is ``<stream>/<query id>``: the query id lives in the checkpoint, so a
     new checkpoint (a deliberate full reload) never mistakes its batches for the old ones.
+
+    Over Spark Connect the function runs in a Python process of the server, not in the run's:
+    it keeps no state the run reads back. Each commit records its stream, batch id and row count,
+    and ``run_available_now`` reads what a run did from the table's log.
     """
 
     def __init__(
@@ -51,12 +55,19 @@ class DeltaBatchSink:
         transform: BatchTransform,
         partition_by: Sequence[str] = (),
     ) -> None:
-        self.lake, self.layer, self.table, self.stream = lake, layer, table, stream
+        # Plain settings, not the run's resource: the function is pickled to the server, whose
+        # working directory is not the run's (so the root is absolute).
+        self.lake_settings = {"root": lake.root_uri, "storage_options": dict(lake.storage_options)}
+        self.layer, self.table, self.stream = layer, table, stream
         self.checkpoint = checkpoint
         self._app_id: str | None = None
         self.transform = transform
         self.partition_by = list(partition_by)
-        self.run = StreamRun()
+
+    @property
+    def lake(self) -> LakeResource:
+        """The lake, as a resource of this process."""
+        return LakeResource(**self.lake_settings)
 
     def app_id(self, spark: SparkSession) -> str:
         """The Delta transaction app id of the running query, from its checkpoint's metadata."""
@@ -74,24 +85,22 @@ class DeltaBatchSink:
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         app_id = self.app_id(batch.sparkSession)
-        committed = self.lake.committed_version(self.layer, self.table, app_id)
+        lake = self.lake
+        committed = lake.committed_version(self.layer, self.table, app_id)
         if committed is not None and committed >= batch_id:
             log.info("%s: batch %s already in the table, skipped", self.stream, batch_id)
-            self.run.batches_skipped.append(batch_id)
             return
         data = self.transform(batch).toArrow()
-        if data.num_rows == 0 and self.lake.exists(self.layer, self.table):
+        if data.num_rows == 0 and lake.exists(self.layer, self.table):
             return  # nothing to add; an empty commit would only grow the log
-        self.lake.append(
+        lake.append(
             self.layer,
             self.table,
             data,
             partition_by=self.partition_by,
             markers={app_id: batch_id},
-            metadata={"stream": self.stream, "batch_id": batch_id},
+            metadata={"stream": self.stream, "batch_id": batch_id, "rows": data.num_rows},
         )
-        self.run.batches_committed.append(batch_id)
-        self.run.rows_written += data.num_rows
 
 
 def run_available_now(stream_df: DataFrame, sink: DeltaBatchSink) -> StreamRun:
@@ -101,6 +110,7 @@ def run_available_now(stream_df: DataFrame, sink: DeltaBatchSink) -> StreamRun:
         pyspark.errors.StreamingQueryException: a batch failed; the checkpoint keeps the offsets
             of the failed batch, so the next run retries it.
     """
+    version_before = sink.lake.version(sink.layer, sink.table)
     query = (
         stream_df.writeStream.queryName(sink.stream)
         .foreachBatch(sink)
@@ -109,8 +119,26 @@ def run_available_now(stream_df: DataFrame, sink: DeltaBatchSink) -> StreamRun:
         .start()
     )
     query.awaitTermination()
+    run = StreamRun()
+    version_after = sink.lake.version(sink.layer, sink.table)
+    first_new = 0 if version_before is None else version_before + 1
+    new_commits = 0 if version_after is None else version_after - first_new + 1
+    history = sink.lake.history(sink.layer, sink.table, new_commits) if new_commits > 0 else []
+    committed = {int(c["batch_id"]) for c in history if c.get("stream") == sink.stream}
+    app_id = sink.app_id(stream_df.sparkSession)
+    held_before = None
+    if version_before is not None:
+        snapshot = sink.lake.table(sink.layer, sink.table)
+        snapshot.load_as_version(version_before)
+        held_before = snapshot.transaction_version(app_id)
+    for progress in query.recentProgress:
+        if progress["batchId"] in committed:
+            run.batches_committed.append(progress["batchId"])
+            run.rows_written += progress["numInputRows"]  # a bronze row per source record
+        elif held_before is not None and progress["batchId"] <= held_before:
+            run.batches_skipped.append(progress["batchId"])  # a re-run of a committed batch
     progress = query.lastProgress
     if progress and progress.get("sources"):
         end = progress["sources"][0].get("endOffset")
-        sink.run.end_offsets = json.loads(end) if isinstance(end, str) else end
-    return sink.run
+        run.end_offsets = json.loads(end) if isinstance(end, str) else end
+    return run

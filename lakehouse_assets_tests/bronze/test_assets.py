@@ -8,6 +8,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from lakehouse_assets.constants import BRONZE, TOPIC_BPM, stream_name
+from lakehouse_assets.devtools.broker import EmbeddedBroker, free_port
 from lakehouse_assets_tests.bronze.helpers import (
     bronze_sequence_numbers,
     heart_rates,
@@ -15,7 +16,8 @@ from lakehouse_assets_tests.bronze.helpers import (
 )
 from lakehouse_assets_tests.conftest import produce
 from resources import KafkaResource
-from resources.broker import EmbeddedBroker, free_port
+
+pytestmark = pytest.mark.local_spark  # also on a local Spark application
 
 
 def test_every_record_lands_exactly_once_across_runs(

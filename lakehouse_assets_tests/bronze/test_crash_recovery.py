@@ -11,15 +11,21 @@ import pytest
 from pyspark.sql import SparkSession
 
 from lakehouse_assets.constants import BRONZE, CHECKPOINTS_DIR, TOPIC_BPM, stream_name
+from lakehouse_assets.devtools.broker import EmbeddedBroker
 from lakehouse_assets_tests.bronze import crash_run
 from lakehouse_assets_tests.bronze.helpers import (
     bronze_sequence_numbers,
     heart_rates,
     materialize_bpm,
 )
-from lakehouse_assets_tests.conftest import produce
+from lakehouse_assets_tests.conftest import SPARK_MODE, produce
 from resources import KafkaResource
-from resources.broker import EmbeddedBroker
+
+pytestmark = [
+    pytest.mark.local_spark,
+    # The kill lands in the process that commits: over Connect, a worker of the server.
+    pytest.mark.skipif(SPARK_MODE != "local", reason="kills the run's own process"),
+]
 
 CRASH_BATCH = 2  # batches 0 and 1 complete, the kill comes in batch 2
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from kafka import KafkaAdminClient
 
-from resources import broker as broker_module
-from resources.broker import EmbeddedBroker, EmbeddedBrokerError
+from lakehouse_assets.devtools import broker as broker_module
+from lakehouse_assets.devtools.broker import EmbeddedBroker, EmbeddedBrokerError
 
 
 def test_broker_answers_kafka_requests_and_stops() -> None:

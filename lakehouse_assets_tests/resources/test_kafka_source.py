@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import json
+import uuid
 from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
 
+from lakehouse_assets.devtools.broker import EmbeddedBroker
 from lakehouse_assets_tests.conftest import produce
 from resources import KafkaResource
-from resources.broker import EmbeddedBroker
 from resources.kafka_source import (
     KAFKA_SOURCE_FORMAT,
     KafkaSourceError,
@@ -55,18 +56,14 @@ def test_bad_options_are_named(options: dict[str, str], message: str) -> None:
 
 
 def _read_all(spark: SparkSession, servers: str, **options: str) -> list[Any]:
-    rows: list[Any] = []
+    """Every record the source reads, through Spark's memory sink (a table of the session)."""
     stream = spark.readStream.format(KAFKA_SOURCE_FORMAT).option("kafka.bootstrap.servers", servers)
     for key, value in options.items():
         stream = stream.option(key, value)
-    query = (
-        stream.load()
-        .writeStream.foreachBatch(lambda batch, _: rows.extend(batch.collect()))
-        .trigger(availableNow=True)
-        .start()
-    )
-    query.awaitTermination()
-    return rows
+    name = f"read_all_{uuid.uuid4().hex}"
+    query = stream.load().writeStream.format("memory").queryName(name)
+    query.trigger(availableNow=True).start().awaitTermination()
+    return spark.table(name).collect()
 
 
 def test_reads_every_record_although_the_broker_under_reports_the_end(

@@ -1,35 +1,61 @@
-"""The Spark resource: workers run this interpreter, the UI is off, the Kafka source is known, and
-the driver JVM starts from the class archive."""
+"""The Spark resource: workers run this interpreter, the session settings hold, the Kafka source is
+known, an unreachable Connect server fails at once, and a local driver JVM starts from the class
+archive."""
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import pytest
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
+from lakehouse_assets.devtools.broker import free_port
 from resources import SparkResource
-from resources.jvm_archive import DEFAULT_ARCHIVE
 from resources.kafka_source import KAFKA_SOURCE_FORMAT
-from resources.spark import quick_start_options
+from resources.spark import (
+    DEFAULT_ARCHIVE,
+    SparkConnectUnreachable,
+    quick_start_options,
+    without_connect,
+)
 
 
-def test_python_workers_run_the_drivers_interpreter(spark: SparkSession) -> None:
-    worker_python = spark.sparkContext.parallelize([0], 1).map(lambda _: sys.executable).first()
-    assert worker_python == sys.executable
+def test_python_workers_run_the_project_interpreter(spark: SparkSession) -> None:
+    executable = F.udf(lambda: sys.executable, "string")
+    assert spark.range(1).select(executable()).first()[0] == sys.executable
 
 
-def test_ui_is_off_and_session_is_shared(spark: SparkSession) -> None:
-    assert spark.conf.get("spark.ui.enabled") == "false"
+def test_session_settings_hold_and_the_session_is_shared(
+    spark: SparkSession, spark_remote: str | None
+) -> None:
     assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
-    assert SparkResource().get_session() is spark
+    assert spark.conf.get("spark.sql.parquet.outputTimestampType") == "TIMESTAMP_MICROS"
+    assert SparkResource(remote=spark_remote).get_session() is spark
 
 
 def test_kafka_source_is_registered(spark: SparkSession) -> None:
     reader = spark.readStream.format(KAFKA_SOURCE_FORMAT)
     frame = reader.option("kafka.bootstrap.servers", "h:1").option("subscribe", "t").load()
     assert frame.columns == ["topic", "partition", "offset", "key", "value", "timestamp"]
+
+
+def test_an_unreachable_connect_server_fails_at_once_naming_its_url() -> None:
+    url = f"sc://127.0.0.1:{free_port()}"
+    started = time.monotonic()
+    with pytest.raises(SparkConnectUnreachable, match=url):
+        SparkResource(remote=url).get_session()
+    assert time.monotonic() - started < 5
+
+
+def test_a_remote_that_is_not_a_connect_url_is_named_in_the_error() -> None:
+    with pytest.raises(SparkConnectUnreachable, match="http://host:15002"):
+        SparkResource(remote="http://host:15002").get_session()
 
 
 def test_quick_start_options_name_the_archive_only_when_it_exists(tmp_path: Path) -> None:
@@ -41,26 +67,32 @@ def test_quick_start_options_name_the_archive_only_when_it_exists(tmp_path: Path
     )
 
 
-def test_the_drivers_jvm_starts_quickly_by_default(spark: SparkSession) -> None:
-    options = spark.sparkContext.getConf().get("spark.driver.extraJavaOptions") or ""
-    assert "-XX:TieredStopAtLevel=1" in options.split()
-
-
-def start_spark_in_a_child(java_options: str) -> subprocess.CompletedProcess[str]:
-    """Start a Spark application with these driver JVM options in a new process; count 3 rows."""
+def start_local_spark_in_a_child(conf: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """Start a local Spark application with ``conf`` in a new process; print its driver's JVM
+    options, then count 3 rows."""
     code = (
-        "import sys; from resources import SparkResource; "
-        "conf = {'spark.driver.extraJavaOptions': sys.argv[1]}; "
-        "print(SparkResource(conf=conf).get_session().range(3).count())"
+        "import sys, json; from resources import SparkResource; "
+        "spark = SparkResource(spark_config=json.loads(sys.argv[1])).get_session(); "
+        "print(spark.sparkContext.getConf().get('spark.driver.extraJavaOptions')); "
+        "print(spark.range(3).count())"
     )
-    command = [sys.executable, "-c", code, java_options]
-    return subprocess.run(command, capture_output=True, text=True)
+    command = [sys.executable, "-c", code, json.dumps(conf)]
+    return subprocess.run(command, capture_output=True, text=True, env=without_connect(os.environ))
+
+
+def test_a_local_driver_jvm_starts_quickly_from_the_installed_archive() -> None:
+    assert DEFAULT_ARCHIVE.is_file(), "no class archive: `make install` writes it"
+    child = start_local_spark_in_a_child({})
+    assert child.returncode == 0, child.stderr[-2000:]
+    options, count = child.stdout.strip().splitlines()[-2:]
+    assert options.endswith(quick_start_options(DEFAULT_ARCHIVE))
+    assert count == "3"
 
 
 def test_the_installed_class_archive_fits_this_jdk_and_pyspark() -> None:
-    assert DEFAULT_ARCHIVE.is_file(), "no class archive: `make install` writes it"
     # -Xshare:on makes an archive the JVM cannot use an error instead of a warning.
-    child = start_spark_in_a_child(f"-Xshare:on {quick_start_options(DEFAULT_ARCHIVE)}")
+    java_options = f"-Xshare:on {quick_start_options(DEFAULT_ARCHIVE)}"
+    child = start_local_spark_in_a_child({"spark.driver.extraJavaOptions": java_options})
     assert child.returncode == 0, child.stderr[-2000:]
     assert child.stdout.strip().endswith("3")
 
@@ -68,6 +100,7 @@ def test_the_installed_class_archive_fits_this_jdk_and_pyspark() -> None:
 def test_an_unusable_archive_costs_time_not_the_run(tmp_path: Path) -> None:
     stale = tmp_path / "stale.jsa"
     stale.write_bytes(b"not a class archive")
-    child = start_spark_in_a_child(quick_start_options(stale))
+    java_options = quick_start_options(stale)
+    child = start_local_spark_in_a_child({"spark.driver.extraJavaOptions": java_options})
     assert child.returncode == 0, child.stderr[-2000:]
     assert child.stdout.strip().endswith("3")

@@ -20,10 +20,10 @@ from lakehouse_assets.constants import (
     asset_key,
     stream_name,
 )
+from lakehouse_assets.devtools.broker import EmbeddedBroker
 from lakehouse_assets.sensors.streams import kafka_lag_sensor, landing_sensor
 from lakehouse_assets_tests.conftest import produce
 from resources import SensorSettings
-from resources.broker import EmbeddedBroker
 from resources.checkpoints import committed_offsets
 from resources.kafka_source import from_offsets
 

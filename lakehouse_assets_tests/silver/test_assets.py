@@ -11,10 +11,12 @@ from pyspark.sql import SparkSession
 
 from lakehouse_assets.bronze.assets import bronze_kafka_assets
 from lakehouse_assets.constants import BRONZE, HEART_RATE, SILVER, TOPIC_BPM, asset_key
+from lakehouse_assets.devtools.broker import EmbeddedBroker
 from lakehouse_assets.sample_data import Message, produce
 from lakehouse_assets.silver.assets import silver_assets
 from resources import LakeResource
-from resources.broker import EmbeddedBroker
+
+pytestmark = pytest.mark.local_spark  # also on a local Spark application
 
 BPM_ASSETS = [
     next(a for a in bronze_kafka_assets if a.key == asset_key(BRONZE, TOPIC_BPM)),

@@ -29,7 +29,7 @@ def free_port(host: str = LOOPBACK) -> int:
         return sock.getsockname()[1]
 
 
-def _port_is_taken(host: str, port: int) -> bool:
+def port_is_taken(host: str, port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         try:
             sock.bind((host, port))
@@ -102,7 +102,7 @@ class EmbeddedBroker:
             EmbeddedBrokerError: the port is taken, the binary is missing, or the broker did
                 not answer in time.
         """
-        if _port_is_taken(self.host, self.port):
+        if port_is_taken(self.host, self.port):
             raise EmbeddedBrokerError(
                 f"Cannot start the embedded Kafka broker: port {self.port} on {self.host} is "
                 "already in use. Choose another port, stop what listens there, or set "

@@ -1,11 +1,12 @@
 """A class-data-sharing archive for the Spark driver JVM, so a new Spark application starts sooner.
 
-Every Dagster run starts its own Spark application, and much of its start is the JVM loading and
-verifying Spark's classes. The JDK's dynamic class-data sharing (AppCDS, JDK 13+) dumps the
-classes a JVM loaded into an archive at exit; a later JVM with the same JDK and class path maps
-that archive instead of loading the classes again. ``lakehouse spark-archive`` (run by
-``make install``) writes the archive by running a small Spark workload of the kinds the assets
-run: a Python streaming data source, ``foreachBatch`` to Arrow, and SQL joins and aggregates.
+A run without a Spark Connect server (tests, one-off scripts) starts a local Spark application,
+and much of its start is the JVM loading and verifying Spark's classes. The JDK's dynamic
+class-data sharing (AppCDS, JDK 13+) dumps the classes a JVM loaded into an archive at exit; a
+later JVM with the same JDK and class path maps that archive instead of loading them again.
+``lakehouse spark-archive`` (run by ``make install``) writes the archive by running a small Spark
+workload of the kinds the assets run: a Python streaming data source, ``foreachBatch`` to Arrow,
+and SQL joins and aggregates.
 
 An archive from another JDK or another PySpark is not used: the JVM prints one warning and loads
 the classes as usual, so a stale archive costs time, never correctness.
@@ -28,9 +29,8 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming.datasource import ReadLimit
 
 from resources import ENV_SPARK_CONF
+from resources.spark import DEFAULT_ARCHIVE, without_connect
 
-# Inside the virtual environment: it belongs to that environment's PySpark (and the JDK in use).
-DEFAULT_ARCHIVE = Path(sys.prefix) / "share" / "lakehouse" / "spark-driver.jsa"
 ARCHIVE_ROWS = 1000
 
 
@@ -99,8 +99,8 @@ def write_archive(path: Path = DEFAULT_ARCHIVE) -> Path:
     with tempfile.TemporaryDirectory(dir=path.parent) as work:
         dump = Path(work) / "dump.jsa"
         conf = {"spark.driver.extraJavaOptions": f"-XX:ArchiveClassesAtExit={dump}"}
-        env = {**os.environ, ENV_SPARK_CONF: json.dumps(conf)}
-        command = [sys.executable, "-m", "resources.jvm_archive", str(Path(work) / "checkpoint")]
+        env = {**without_connect(os.environ), ENV_SPARK_CONF: json.dumps(conf)}
+        command = [sys.executable, "-m", __name__, str(Path(work) / "checkpoint")]
         done = subprocess.run(command, env=env, capture_output=True, text=True)
         if done.returncode != 0 or not dump.is_file():
             raise RuntimeError(
