@@ -149,13 +149,13 @@ class LakeResource(dg.ConfigurableResource):
     def row_count(self, layer: str, table: str) -> int:
         """Rows in the table's current snapshot, from the file statistics (no data read)."""
         delta = self.find(layer, table)
-        return _row_count(delta) if delta else 0
+        return row_count(delta) if delta else 0
 
     def table_metadata(self, layer: str, table: str) -> dict[str, Any]:
         """Dagster metadata for a materialization: row count, name, location, version."""
         delta = self.find(layer, table)
         return {
-            "dagster/row_count": _row_count(delta) if delta else 0,
+            "dagster/row_count": row_count(delta) if delta else 0,
             "dagster/table_name": f"{layer}.{table}",
             "dagster/storage_kind": "delta",
             "table_uri": dg.MetadataValue.path(self.table_uri(layer, table)),
@@ -321,7 +321,7 @@ class LakeResource(dg.ConfigurableResource):
         return delta.version()
 
 
-def _row_count(delta: DeltaTable) -> int:
+def row_count(delta: DeltaTable) -> int:
     actions = pa.table(delta.get_add_actions(flatten=True))
     return sum(count or 0 for count in actions["num_records"].to_pylist())
 

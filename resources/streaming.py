@@ -17,7 +17,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-from resources.lake import LakeResource
+from resources.lake import LakeResource, row_count
 
 log = logging.getLogger(__name__)
 
@@ -126,17 +126,19 @@ def run_available_now(stream_df: DataFrame, sink: DeltaBatchSink) -> StreamRun:
     history = sink.lake.history(sink.layer, sink.table, new_commits) if new_commits > 0 else []
     committed = {int(c["batch_id"]) for c in history if c.get("stream") == sink.stream}
     app_id = sink.app_id(stream_df.sparkSession)
-    held_before = None
+    held_before, rows_before = None, 0
     if version_before is not None:
         snapshot = sink.lake.table(sink.layer, sink.table)
         snapshot.load_as_version(version_before)
         held_before = snapshot.transaction_version(app_id)
+        rows_before = row_count(snapshot)
+    # Appends only: the rows the run added are the difference (compaction keeps the count).
+    run.rows_written = sink.lake.row_count(sink.layer, sink.table) - rows_before
     for progress in query.recentProgress:
-        if progress["batchId"] in committed:
-            run.batches_committed.append(progress["batchId"])
-            run.rows_written += progress["numInputRows"]  # a bronze row per source record
-        elif held_before is not None and progress["batchId"] <= held_before:
-            run.batches_skipped.append(progress["batchId"])  # a re-run of a committed batch
+        if progress.batchId in committed:
+            run.batches_committed.append(progress.batchId)
+        elif held_before is not None and progress.batchId <= held_before:
+            run.batches_skipped.append(progress.batchId)  # a re-run of a committed batch
     progress = query.lastProgress
     if progress and progress.get("sources"):
         end = progress["sources"][0].get("endOffset")
