@@ -5,36 +5,45 @@ What it measures
 N heart-rate records (``{"device_id", "time", "heartrate"}`` JSON, keyed by device id) are
 produced to the topic ``bpm`` (P partitions) of the embedded tansu broker, or of the Kafka
 cluster named by ``KAFKA_BOOTSTRAP_SERVERS``. Producing is timed and printed, but is not part of
-the comparison. Then the same records are ingested three times into fresh Delta tables:
+the comparison. Then the same records are ingested into fresh Delta tables, one invocation
+measuring every mode side by side:
 
-* **project**: ``dagster.materialize`` of the asset ``bronze/bpm`` (the Spark Python streaming
-  source with ``trigger(availableNow=True)``, exactly-once ``foreachBatch`` commits through
-  delta-rs). The Spark session is started once before the clock starts; its start-up time is
-  printed separately. The timed part is the materialization only. This is the headline figure:
-  every Dagster run starts a new Spark application, so it pays Spark's cold start of the Python
-  data-source processes and workers (about 6 s here from the run's start to the first record).
-* **project-warm**: the same, after an untimed first ingestion (into another lake) in the same
-  process warmed those processes: the throughput of the data path itself.
 * **baseline**: what a user might write instead: one kafka-python ``KafkaConsumer`` polling all
   partitions from the beginning, turning each poll into a pyarrow table with the project's bronze
   Kafka columns, and appending to Delta with ``deltalake.write_deltalake`` every ~250k records.
   It does less than the project: no ``ingested_at`` column, no ``date`` partitioning, no
   exactly-once transaction markers, no checkpoint and no consumer-group commits.
+* **project, new local application**: ``dagster.materialize`` of the asset ``bronze/bpm`` (the
+  Spark Python streaming source with ``trigger(availableNow=True)``, exactly-once
+  ``foreachBatch`` commits through delta-rs) in a process with no ``SPARK_REMOTE``: it starts a
+  local Spark application of its own, what a run without a server pays. The session is started
+  before the clock (its start-up is printed separately); the materialization is timed.
+* **project, warm Connect server**: the benchmark starts one Spark Connect server (untimed; its
+  ``spark.driver.memory`` is ``--driver-memory`` when given) and warms it with one untimed
+  ingestion of the same records into another lake. Then a new process, as a Dagster run's
+  process is, materializes ``bronze/bpm`` as a client of the server (resources built with
+  ``SPARK_REMOTE`` = the server's URL); connecting its session is untimed and printed, the
+  materialization is timed. The server's executors and Python workers do the work.
+* **project, warm Connect server, no new records**: one more such process materializes the same
+  asset into the same lake while Kafka holds nothing new, as the stream sensors' runs often do.
+  Its materialization's wall time is the figure (the target is at most 2 s); the whole process's
+  time, from its start to its exit, is printed beside it.
 
-Each ingestion runs in its own child process (this script re-invoked with ``--mode``). A thread
-in the child sums the resident set size (``VmRSS``) of the child and all of its descendants
-(for the project: the Spark JVM and Spark's Python workers) every 0.2 s; the peak of that sum is
-the reported memory (the peak of the summed proportional set size, ``Pss``, which counts pages
-shared by Spark's forked Python workers once, is printed beside it; it is sampled every 1 s
-and at the end, because reading it is costly). The child's ``getrusage``
-high-water marks are reported too: they show the largest *single* process, not the sum. The
-broker's memory is not counted in any figure.
-
-Both runs verify that their Delta table holds exactly N rows and fail loudly otherwise.
+Each ingestion runs in its own child process (this script re-invoked with ``--mode``); every
+table must hold exactly N rows afterwards (also after the run with no new records), or the
+benchmark fails. A thread in the child sums the resident set size (``VmRSS``) of the child and
+all of its descendants (for a local application: its Spark JVM and Spark's Python workers) every
+0.2 s; the peak of that sum is reported, with the peak of the summed proportional set size
+(``Pss``, which counts pages shared by forked Python workers once; sampled every 1 s and at the
+end, because reading it is costly) and the child's ``getrusage`` high-water marks (the largest
+*single* process, not the sum). During the timed Connect ingestion a second sampler in the child
+does the same for the server's process tree (its JVM and its Python workers), reported
+separately. The broker's memory is not counted in any figure.
 
 Usage::
 
     .venv/bin/python benchmarks/bronze_ingest.py [--records N] [--partitions P]
+        [--driver-memory 1g] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -51,6 +60,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +69,19 @@ if str(REPO_ROOT) not in sys.path:  # run as a plain script from anywhere
     sys.path.insert(0, str(REPO_ROOT))
 
 TOPIC = "bpm"
-MODES = ("project", "project-warm", "baseline")
+BASELINE = "baseline"
+LOCAL = "project-local"
+WARM_UP = "project-connect-warm-up"
+CONNECT = "project-connect"
+IDLE = "project-connect-idle"
+MODES = (BASELINE, LOCAL, WARM_UP, CONNECT, IDLE)
+LABELS = {
+    BASELINE: "baseline",
+    LOCAL: "project, new local application",
+    CONNECT: "project, warm Connect server",
+    IDLE: "project, warm Connect server, no new records",
+}
+IDLE_TARGET_S = 2.0  # the issue's target for a run that finds nothing new
 DEVICES = 1_000
 # Baseline choices: records per poll, and records buffered between two Delta commits.
 BASELINE_POLL_RECORDS = 50_000
@@ -73,8 +95,10 @@ SAMPLE_INTERVAL_S = 0.2
 # sample Pss every 5th time only (1 s), to keep the sampler's own CPU use near 1 % of a core.
 PSS_EVERY_N_SAMPLES = 5
 STALL_TIMEOUT_S = 120.0
-# Spark settings of the environment, passed through to the project's resources.
-SPARK_ENV_PASSTHROUGH = ("SPARK_MASTER", "LAKEHOUSE_SPARK_CONF")
+# Spark settings of the child's environment, passed through to the project's resources (the
+# benchmark sets SPARK_REMOTE for the Connect runs and removes it for the others).
+SPARK_ENV_PASSTHROUGH = ("SPARK_MASTER", "LAKEHOUSE_SPARK_CONF", "SPARK_REMOTE")
+DRIVER_MEMORY = "spark.driver.memory"
 
 
 class BenchmarkError(RuntimeError):
@@ -143,9 +167,15 @@ def pss_kib(pid: int) -> int:
 
 
 class TreeRssSampler:
-    """Samples the summed RSS of this process and its descendants in a background thread."""
+    """Samples the summed RSS (and PSS) of a process and its descendants in a background thread.
 
-    def __init__(self, interval_s: float = SAMPLE_INTERVAL_S) -> None:
+    Args:
+        root: the process at the root of the tree; this process when None.
+        interval_s: seconds between two samples.
+    """
+
+    def __init__(self, root: int | None = None, interval_s: float = SAMPLE_INTERVAL_S) -> None:
+        self.root = os.getpid() if root is None else root
         self.interval_s = interval_s
         self.peak_rss_kib = 0
         self.peak_pss_kib = 0
@@ -155,7 +185,7 @@ class TreeRssSampler:
         self._thread = threading.Thread(target=self._run, name="rss-sampler", daemon=True)
 
     def sample(self, with_pss: bool = False) -> None:
-        pids = process_tree(os.getpid())
+        pids = process_tree(self.root)
         total = sum(rss_kib(pid) for pid in pids)
         if total > self.peak_rss_kib:
             self.peak_rss_kib, self.peak_processes = total, len(pids)
@@ -163,6 +193,14 @@ class TreeRssSampler:
             pss = sum(pss_kib(pid) for pid in pids)
             self.peak_pss_kib = max(self.peak_pss_kib, pss)
         self._samples += 1
+
+    def figures(self) -> dict[str, int]:
+        """The peaks so far: summed RSS and PSS in KiB, and the processes at the RSS peak."""
+        return {
+            "peak_tree_rss_kib": self.peak_rss_kib,
+            "peak_tree_pss_kib": self.peak_pss_kib,
+            "peak_tree_processes": self.peak_processes,
+        }
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval_s):
@@ -227,52 +265,7 @@ def prepare_topic(bootstrap: str, partitions: int, external: bool) -> None:
     kafka.create_topic(TOPIC, partitions)
 
 
-# ----- (a) the project's bronze stream ---------------------------------------------------------
-def project_env(bootstrap: str, lake_root: str) -> dict[str, str]:
-    """The environment the project's resources are built from."""
-    passthrough = {k: os.environ[k] for k in SPARK_ENV_PASSTHROUGH if k in os.environ}
-    return {**passthrough, "KAFKA_BOOTSTRAP_SERVERS": bootstrap, "LAKEHOUSE_ROOT": lake_root}
-
-
-def run_project(bootstrap: str, records: int, lake_root: str, warm: bool = False) -> dict[str, Any]:
-    """Materialize ``bronze/bpm`` once and check it holds ``records`` rows.
-
-    With ``warm``, the same ingestion runs first, untimed, into another lake: Spark's Python
-    data-source processes, workers and streaming code are then warm, as they are for every
-    stream after the first in a long-lived Spark application.
-    """
-    import dagster as dg
-
-    from lakehouse_assets.bronze.assets import bronze_kafka_assets
-    from resources import build_resources
-    from resources.spark import stop_spark
-
-    env = project_env(bootstrap, lake_root)
-    asset = next(a for a in bronze_kafka_assets if a.key == dg.AssetKey(["bronze", TOPIC]))
-    started = time.perf_counter()
-    build_resources(env)["spark"].get_session()  # warm-up: JVM and session start, not timed
-    resources = build_resources(env)
-    if warm:
-        warm_up = build_resources(project_env(bootstrap, f"{lake_root}-warm-up"))
-        dg.materialize([asset], resources=warm_up)
-    warm_up_s = time.perf_counter() - started
-    started = time.perf_counter()
-    result = dg.materialize([asset], resources=resources)
-    elapsed = time.perf_counter() - started
-    if not result.success:
-        raise BenchmarkError("The materialization of bronze/bpm failed.")
-    metadata = result.asset_materializations_for_node(f"bronze__{TOPIC}")[0].metadata
-    rows = resources["lake"].row_count("bronze", TOPIC)
-    stop_spark()  # waits for the JVM, so getrusage accounts for it
-    return {
-        "seconds": elapsed,
-        "session_seconds": warm_up_s,
-        "rows": rows,
-        "commits": metadata["batches_committed"].value,
-    }
-
-
-# ----- (b) the baseline: one consumer loop and write_deltalake ---------------------------------
+# ----- the baseline: one consumer loop and write_deltalake -------------------------------------
 def to_arrow(records: list[Any]) -> Any:
     """Polled Kafka records as a pyarrow table with the bronze Kafka columns."""
     import pyarrow as pa
@@ -350,78 +343,221 @@ def run_baseline(bootstrap: str, records: int, lake_root: str) -> dict[str, Any]
     return {"seconds": elapsed, "rows": delta_row_count(uri), "commits": commits}
 
 
+# ----- the project's bronze stream, on a local application or a Connect server -----------------
+def project_env(bootstrap: str, lake_root: str) -> dict[str, str]:
+    """The environment the project's resources are built from."""
+    from resources import ENV_KAFKA_BOOTSTRAP_SERVERS, ENV_LAKEHOUSE_ROOT
+
+    passthrough = {k: os.environ[k] for k in SPARK_ENV_PASSTHROUGH if k in os.environ}
+    return {**passthrough, ENV_KAFKA_BOOTSTRAP_SERVERS: bootstrap, ENV_LAKEHOUSE_ROOT: lake_root}
+
+
+def run_project(bootstrap: str, lake_root: str, server_pid: int | None) -> dict[str, Any]:
+    """Materialize ``bronze/bpm`` once, timed, on a Spark session started before the clock.
+
+    A client of the Connect server named by ``SPARK_REMOTE``, or a local Spark application in
+    this process when it is unset.
+
+    Args:
+        bootstrap: the Kafka bootstrap servers.
+        lake_root: the lake to ingest into.
+        server_pid: the Connect server's process id: its process tree's memory is sampled
+            during the materialization.
+    """
+    import dagster as dg
+
+    from lakehouse_assets.bronze.assets import bronze_kafka_assets
+    from resources import ENV_SPARK_REMOTE, build_resources
+
+    env = project_env(bootstrap, lake_root)
+    asset = next(a for a in bronze_kafka_assets if a.key == dg.AssetKey(["bronze", TOPIC]))
+    started = time.perf_counter()
+    session = build_resources(env)["spark"].get_session()  # JVM or connection, not timed
+    session_s = time.perf_counter() - started
+    resources = build_resources(env)
+    server = TreeRssSampler(server_pid) if server_pid else contextlib.nullcontext()
+    with server as server_sampler:
+        started = time.perf_counter()
+        result = dg.materialize([asset], resources=resources)
+        elapsed = time.perf_counter() - started
+    if not result.success:
+        raise BenchmarkError("The materialization of bronze/bpm failed.")
+    metadata = result.asset_materializations_for_node(f"bronze__{TOPIC}")[0].metadata
+    figures = {
+        "seconds": elapsed,
+        "session_seconds": session_s,
+        "rows": resources["lake"].row_count("bronze", TOPIC),
+        "commits": metadata["batches_committed"].value,
+    }
+    if server_sampler is not None:
+        figures["server"] = server_sampler.figures()
+    release_spark(session, remote=bool(env.get(ENV_SPARK_REMOTE)))
+    return figures
+
+
+def release_spark(session: Any, remote: bool) -> None:
+    """End this process's Spark session: a Connect session is released on its server (which
+    keeps running); a local application is stopped, waiting for its JVM so that getrusage
+    accounts for it."""
+    from resources.spark import stop_spark
+
+    if remote:
+        session.stop()
+    else:
+        stop_spark()
+
+
 # ----- child processes -------------------------------------------------------------------------
 def child_main(args: argparse.Namespace) -> None:
     """Run one ingestion under the RSS sampler and write its figures to ``args.result``."""
     with TreeRssSampler() as sampler:
-        if args.mode == "baseline":
+        if args.mode == BASELINE:
             figures = run_baseline(args.bootstrap, args.records, args.lake_root)
         else:
-            warm = args.mode == "project-warm"
-            figures = run_project(args.bootstrap, args.records, args.lake_root, warm)
-    figures["peak_tree_rss_kib"] = sampler.peak_rss_kib
-    figures["peak_tree_pss_kib"] = sampler.peak_pss_kib
-    figures["peak_tree_processes"] = sampler.peak_processes
+            figures = run_project(args.bootstrap, args.lake_root, args.server_pid)
+    figures.update(sampler.figures())
     figures["maxrss_self_kib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     figures["maxrss_children_kib"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     Path(args.result).write_text(json.dumps(figures))
 
 
-def run_child(mode: str, bootstrap: str, records: int, workdir: Path) -> dict[str, Any]:
-    """Run ``mode`` in a fresh Python process; its output goes to ``<workdir>/<mode>.log``."""
-    result, log = workdir / f"{mode}.json", workdir / f"{mode}.log"
+@dataclass(frozen=True)
+class Invocation:
+    """What every child process of one invocation shares."""
+
+    bootstrap: str
+    records: int
+    workdir: Path
+
+
+def child_environ(remote: str | None) -> dict[str, str]:
+    """The child's process environment: a Connect client of ``remote``, or a process that may
+    start a local Spark (no ``SPARK_REMOTE``, whatever this process's environment says)."""
+    from resources import ENV_SPARK_REMOTE
+    from resources.spark import without_connect
+
+    env = without_connect(os.environ)
+    return {**env, ENV_SPARK_REMOTE: remote} if remote else env
+
+
+def run_child(
+    invocation: Invocation,
+    mode: str,
+    lake: str,
+    remote: str | None = None,
+    server_pid: int | None = None,
+) -> dict[str, Any]:
+    """Run ``mode`` into ``<workdir>/<lake>`` in a fresh Python process and check the table then
+    holds exactly the produced records; the output goes to ``<workdir>/<mode>.log``.
+
+    Raises:
+        BenchmarkError: the child failed, or the table holds another number of rows.
+    """
+    result, log = invocation.workdir / f"{mode}.json", invocation.workdir / f"{mode}.log"
     command = [sys.executable, str(Path(__file__).resolve()), "--mode", mode]
-    command += ["--records", str(records), "--bootstrap", bootstrap]
-    command += ["--lake-root", str(workdir / f"lake-{mode}"), "--result", str(result)]
+    command += ["--records", str(invocation.records), "--bootstrap", invocation.bootstrap]
+    command += ["--lake-root", str(invocation.workdir / lake), "--result", str(result)]
+    command += ["--server-pid", str(server_pid)] if server_pid else []
+    started = time.perf_counter()
     with log.open("wb") as out:
-        code = subprocess.call(command, stdout=out, stderr=subprocess.STDOUT, cwd=REPO_ROOT)
+        code = subprocess.call(
+            command, stdout=out, stderr=subprocess.STDOUT, cwd=REPO_ROOT, env=child_environ(remote)
+        )
     if code != 0 or not result.exists():
         tail = log.read_text(errors="replace")[-4000:]
         raise BenchmarkError(f"{mode} run failed (exit code {code}); end of {log}:\n{tail}")
     figures = json.loads(result.read_text())
-    if figures["rows"] != records:
-        raise BenchmarkError(f"{mode}: the Delta table holds {figures['rows']} rows, not {records}")
+    figures["process_seconds"] = time.perf_counter() - started
+    if figures["rows"] != invocation.records:
+        raise BenchmarkError(
+            f"{mode}: the Delta table holds {figures['rows']} rows, not {invocation.records}"
+        )
     return figures
 
 
-# ----- the driver ------------------------------------------------------------------------------
+def connect_runs(invocation: Invocation, driver_memory: str | None) -> dict[str, dict[str, Any]]:
+    """Start a Connect server (untimed), warm it, then time a run of all the records and a run
+    that finds nothing new, each in a new client process."""
+    from lakehouse_assets.devtools.spark_server import SERVER_DEFAULTS, SparkConnectServer
+    from resources import ENV_SPARK_MASTER
+
+    conf = {DRIVER_MEMORY: driver_memory} if driver_memory else {}
+    master = os.environ.get(ENV_SPARK_MASTER, "local[*]")
+    started = time.perf_counter()
+    with SparkConnectServer(master=master, conf=conf) as server:
+        memory = conf.get(DRIVER_MEMORY, SERVER_DEFAULTS[DRIVER_MEMORY])
+        print(
+            f"Spark Connect server on {server.url} (driver memory {memory}) started in "
+            f"{time.perf_counter() - started:.1f} s; its log: {server.log_path}",
+            flush=True,
+        )
+        print(f"running {WARM_UP} (untimed)...", flush=True)
+        run_child(invocation, WARM_UP, "lake-connect-warm-up", server.url)
+        runs: dict[str, dict[str, Any]] = {}
+        for mode, server_pid in ((CONNECT, server.pid), (IDLE, None)):
+            print(f"running {mode}...", flush=True)
+            runs[mode] = run_child(invocation, mode, "lake-connect", server.url, server_pid)
+    return runs
+
+
+# ----- the report ------------------------------------------------------------------------------
 def mib(kib: int) -> str:
     return f"{kib / 1024:,.0f} MiB"
 
 
-def report(records: int, runs: dict[str, dict[str, Any]]) -> None:
-    """Print throughput, the ratios to the baseline and peak memory of every run."""
-    described = {
-        "project": "dagster.materialize bronze/bpm on a new Spark session",
-        "project-warm": "the same, after an untimed first ingestion warmed Spark's workers",
-        "baseline": f"KafkaConsumer poll {BASELINE_POLL_RECORDS:,} records, write_deltalake "
-        f"every ~{BASELINE_COMMIT_EVERY:,} records",
-    }
-    rates = {mode: records / figures["seconds"] for mode, figures in runs.items()}
-    for mode, figures in runs.items():
+def report_throughput(records: int, runs: dict[str, dict[str, Any]]) -> None:
+    """Print records/s and the ratio to the baseline of each ingestion of all the records."""
+    print(
+        f"\nbaseline: KafkaConsumer poll {BASELINE_POLL_RECORDS:,} records, write_deltalake "
+        f"every ~{BASELINE_COMMIT_EVERY:,} records; project: dagster.materialize bronze/bpm"
+    )
+    print(f"\n{'run':46}{'seconds':>9}{'records/s':>12}{'ratio':>7}{'commits':>9}  untimed")
+    baseline_rate = records / runs[BASELINE]["seconds"]
+    for mode in (BASELINE, LOCAL, CONNECT):
+        figures = runs[mode]
+        rate = records / figures["seconds"]
         untimed = figures.get("session_seconds")
-        note = f"; untimed start-up {untimed:.1f} s" if untimed is not None else ""
-        print(f"\n{mode:13} ({described[mode]}{note})")
+        note = f"  session start {untimed:.1f} s" if untimed is not None else ""
         print(
-            f"  {figures['seconds']:8.2f} s  {rates[mode]:12,.0f} records/s  "
-            f"{figures['commits']} Delta commits"
+            f"{LABELS[mode]:46}{figures['seconds']:9.2f}{rate:12,.0f}"
+            f"{rate / baseline_rate:7.2f}{figures['commits']:9}{note}"
         )
-    print()
-    for mode in ("project", "project-warm"):
-        print(f"throughput ratio {mode}/baseline: {rates[mode] / rates['baseline']:.2f}")
-    print("peak memory of each child process + all its descendants")
-    print("  (RSS sum, every 0.2 s: shared pages counted in every process;")
-    print("   PSS sum, every 1 s and at the end: shared pages split among their sharers;")
-    print("   getrusage: the largest single process, as RUSAGE_CHILDREN would report it)")
-    for mode, figures in runs.items():
-        largest = max(figures["maxrss_self_kib"], figures["maxrss_children_kib"])
-        print(
-            f"  {mode:13}  RSS sum {mib(figures['peak_tree_rss_kib']):>10}  "
-            f"PSS sum {mib(figures['peak_tree_pss_kib']):>10}  "
-            f"getrusage {mib(largest):>10}  ({figures['peak_tree_processes']} processes at peak)"
-        )
+    idle = runs[IDLE]
+    verdict = "within" if idle["seconds"] <= IDLE_TARGET_S else "over"
+    print(
+        f"\n{LABELS[IDLE]}: {idle['seconds']:.2f} s ({verdict} the {IDLE_TARGET_S:.0f} s "
+        f"target; {idle['commits']} commits)\n  the run's whole process, from its start to its "
+        f"exit: {idle['process_seconds']:.1f} s (session start {idle['session_seconds']:.1f} s)"
+    )
 
 
+def memory_row(label: str, tree: dict[str, Any], baseline_pss: int, largest: str) -> None:
+    """Print one process tree's peak memory, its PSS beside the baseline's."""
+    print(
+        f"  {label:60}{mib(tree['peak_tree_rss_kib']):>11}{mib(tree['peak_tree_pss_kib']):>11}"
+        f"{tree['peak_tree_pss_kib'] / baseline_pss:7.1f}x{largest:>11}"
+        f"{tree['peak_tree_processes']:>6}"
+    )
+
+
+def report_memory(runs: dict[str, dict[str, Any]]) -> None:
+    """Print the peak memory of each run's process tree and of the Connect server's."""
+    print("\npeak memory of a process tree (the process and all its descendants)")
+    print("  RSS sum, every 0.2 s: shared pages counted in every process;")
+    print("  PSS sum, every 1 s and at the end: shared pages split among their sharers, and its")
+    print("  ratio to the baseline's; getrusage: the largest single process of the run's tree")
+    print(f"  {'':60}{'RSS sum':>11}{'PSS sum':>11}{'ratio':>8}{'getrusage':>11}{'procs':>6}")
+    baseline_pss = runs[BASELINE]["peak_tree_pss_kib"] or 1
+    for mode in (BASELINE, LOCAL, CONNECT):
+        figures = runs[mode]
+        largest = mib(max(figures["maxrss_self_kib"], figures["maxrss_children_kib"]))
+        memory_row(f"{LABELS[mode]}: the run's process", figures, baseline_pss, largest)
+    server = runs[CONNECT]["server"]
+    label = f"{LABELS[CONNECT]}: the server, during the run"
+    memory_row(label, server, baseline_pss, "-")
+
+
+# ----- the driver ------------------------------------------------------------------------------
 @contextlib.contextmanager
 def workspace(keep: str | None) -> Iterator[Path]:
     """The folder for lakes, logs and results: ``keep`` (kept), or a temporary one."""
@@ -434,7 +570,7 @@ def workspace(keep: str | None) -> Iterator[Path]:
 
 
 def benchmark(bootstrap: str, args: argparse.Namespace, external: bool) -> None:
-    """Produce, then run both ingestions in child processes and report."""
+    """Produce, then run every ingestion in child processes and report."""
     prepare_topic(bootstrap, args.partitions, external)
     seconds = produce(bootstrap, args.records)
     print(
@@ -442,12 +578,15 @@ def benchmark(bootstrap: str, args: argparse.Namespace, external: bool) -> None:
         f"({args.records / seconds:,.0f} records/s; not part of the comparison)",
         flush=True,
     )
-    runs: dict[str, dict[str, Any]] = {}
     with workspace(args.keep) as workdir:
-        for mode in MODES:
+        invocation = Invocation(bootstrap, args.records, workdir)
+        runs: dict[str, dict[str, Any]] = {}
+        for mode in (BASELINE, LOCAL):  # before the server starts: it would share the cores
             print(f"running {mode}...", flush=True)
-            runs[mode] = run_child(mode, bootstrap, args.records, workdir)
-    report(args.records, runs)
+            runs[mode] = run_child(invocation, mode, f"lake-{mode}")
+        runs.update(connect_runs(invocation, args.driver_memory))
+    report_throughput(args.records, runs)
+    report_memory(runs)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -455,12 +594,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--records", type=int, default=1_000_000, help="records to produce")
     parser.add_argument("--partitions", type=int, default=4, help="partitions of the topic")
     parser.add_argument(
+        "--driver-memory",
+        metavar="SIZE",
+        help="spark.driver.memory of the Connect server, e.g. 1g (default: the server's own)",
+    )
+    parser.add_argument(
         "--keep", metavar="DIR", help="keep the lakes and child logs in DIR (must not exist)"
     )
     parser.add_argument("--mode", choices=MODES, help=argparse.SUPPRESS)
     parser.add_argument("--bootstrap", help=argparse.SUPPRESS)
     parser.add_argument("--lake-root", help=argparse.SUPPRESS)
     parser.add_argument("--result", help=argparse.SUPPRESS)
+    parser.add_argument("--server-pid", type=int, help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
 

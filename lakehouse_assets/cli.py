@@ -188,11 +188,11 @@ def broker(port: int) -> None:
                 time.sleep(3600)
 
 
-def spark_server(port: int, master: str) -> None:
+def spark_server(port: int, host: str, master: str) -> None:
     """Run a Spark Connect server in the foreground until interrupted (Ctrl-C or SIGTERM)."""
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # leave the block: the server stops too
     print(f"Starting a Spark Connect server (master {master})...", flush=True)
-    with SparkConnectServer(port=port, master=master) as server:
+    with SparkConnectServer(port=port, host=host, master=master) as server:
         print(f"Spark Connect server on {server.url} (log: {server.log_path}); Ctrl-C stops it.")
         print(f"export {ENV_SPARK_REMOTE}={server.url}", flush=True)
         with contextlib.suppress(KeyboardInterrupt):
@@ -244,6 +244,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     run_broker.add_argument("--port", type=int, default=DEFAULT_BROKER_PORT)
     run_server = commands.add_parser("spark-server", help="run a Spark Connect server")
     run_server.add_argument("--port", type=int, default=DEFAULT_CONNECT_PORT)
+    run_server.add_argument("--host", default="127.0.0.1", help="address to listen on")
     run_server.add_argument("--master", default=os.environ.get("SPARK_MASTER", "local[*]"))
     run_dev = commands.add_parser("dev", help="`dagster dev` on a Spark Connect server")
     run_dev.add_argument("--port", type=int, default=3000, help="the UI's port (default 3000)")
@@ -259,7 +260,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         elif args.command == "spark-archive":
             spark_archive()
         elif args.command == "spark-server":
-            spark_server(args.port, args.master)
+            spark_server(args.port, args.host, args.master)
         elif args.command == "dev":
             dev(args.port)
         else:

@@ -16,7 +16,8 @@ import pyarrow as pa
 from deltalake import DeltaTable
 from deltalake.exceptions import CommitFailedError
 
-from resources.lake import LakeResource, commit_properties
+from resources.delta import commit_properties
+from resources.lake import LakeResource
 
 # The smallest VACUUM retention without ``force``: Delta's default deleted-file retention.
 SAFE_RETENTION_HOURS = 7 * 24
@@ -63,7 +64,8 @@ def optimize(
 def vacuum(
     lake: LakeResource, layer: str, table: str, retention_hours: int, force: bool = False
 ) -> dict[str, Any]:
-    """Delete files no snapshot within ``retention_hours`` references.
+    """Delete files no snapshot within ``retention_hours`` references: files the log removed,
+    and files written by a batch that never committed (older than the retention).
 
     Raises:
         ValueError: ``retention_hours`` is below the safe minimum and ``force`` is not set.
@@ -79,6 +81,7 @@ def vacuum(
         retention_hours=retention_hours,
         dry_run=False,
         enforce_retention_duration=not force,
+        full=True,  # also the files of writes that never committed, not only the log's removals
         commit_properties=commit_properties(),
     )
     return {"files_removed": len(removed)}

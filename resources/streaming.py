@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-from resources.lake import LakeResource, row_count
+from resources import delta
 
 log = logging.getLogger(__name__)
 
@@ -41,33 +41,32 @@ class DeltaBatchSink:
     new checkpoint (a deliberate full reload) never mistakes its batches for the old ones.
 
     Over Spark Connect the function runs in a Python process of the server, not in the run's:
-    it keeps no state the run reads back. Each commit records its stream, batch id and row count,
-    and ``run_available_now`` reads what a run did from the table's log.
+    it keeps no state the run reads back. Each commit records its stream and batch id, and
+    ``run_available_now`` reads what a run did from the table's log and the query's progress.
     """
 
     def __init__(
         self,
-        lake: LakeResource,
-        layer: str,
-        table: str,
+        table_uri: str,
+        storage_options: Mapping[str, str],
         stream: str,
         checkpoint: str,
         transform: BatchTransform,
         partition_by: Sequence[str] = (),
     ) -> None:
-        # Plain settings, not the run's resource: the function is pickled to the server, whose
-        # working directory is not the run's (so the root is absolute).
-        self.lake_settings = {"root": lake.root_uri, "storage_options": dict(lake.storage_options)}
-        self.layer, self.table, self.stream = layer, table, stream
+        """Prepare the sink of one stream.
+
+        Plain values only: the function is pickled to a Connect server, whose Python worker
+        imports this module (so it imports no Dagster), in another working directory (so the
+        table's URI is absolute), and ``transform`` must be a module-level function.
+        """
+        self.table_uri = table_uri
+        self.storage_options = dict(storage_options)
+        self.stream = stream
         self.checkpoint = checkpoint
         self._app_id: str | None = None
         self.transform = transform
         self.partition_by = list(partition_by)
-
-    @property
-    def lake(self) -> LakeResource:
-        """The lake, as a resource of this process."""
-        return LakeResource(**self.lake_settings)
 
     def app_id(self, spark: SparkSession) -> str:
         """The Delta transaction app id of the running query, from its checkpoint's metadata."""
@@ -84,23 +83,34 @@ class DeltaBatchSink:
         return line[0]
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        _keep_batch_frames_on_the_server()
         app_id = self.app_id(batch.sparkSession)
-        lake = self.lake
-        committed = lake.committed_version(self.layer, self.table, app_id)
+        table = delta.find(self.table_uri, self.storage_options)
+        committed = table.transaction_version(app_id) if table else None
         if committed is not None and committed >= batch_id:
             log.info("%s: batch %s already in the table, skipped", self.stream, batch_id)
             return
-        data = self.transform(batch).toArrow()
-        if data.num_rows == 0 and lake.exists(self.layer, self.table):
-            return  # nothing to add; an empty commit would only grow the log
-        lake.append(
-            self.layer,
-            self.table,
-            data,
-            partition_by=self.partition_by,
+        delta.append(
+            self.transform(batch),
+            self.table_uri,
+            self.storage_options,
+            self.partition_by,
             markers={app_id: batch_id},
-            metadata={"stream": self.stream, "batch_id": batch_id, "rows": data.num_rows},
+            metadata={"stream": self.stream, "batch_id": batch_id},
         )
+
+
+def _keep_batch_frames_on_the_server() -> None:
+    """Stop the Connect client from releasing each batch's cached DataFrame itself.
+
+    The server drops a batch's DataFrame when the function returns. The client's own release
+    (``CachedRemoteRelation.__del__``, a blocking RPC without a deadline) can deadlock the
+    ``foreachBatch`` worker when it runs during a later call, and the query hangs (seen here with
+    PySpark 4.2.1; SPARK-58846 bounds it upstream).
+    """
+    from pyspark.sql.connect import plan
+
+    plan.CachedRemoteRelation.__del__ = lambda self: None  # pyright: ignore[reportAttributeAccessIssue]
 
 
 def run_available_now(stream_df: DataFrame, sink: DeltaBatchSink) -> StreamRun:
@@ -110,7 +120,7 @@ def run_available_now(stream_df: DataFrame, sink: DeltaBatchSink) -> StreamRun:
         pyspark.errors.StreamingQueryException: a batch failed; the checkpoint keeps the offsets
             of the failed batch, so the next run retries it.
     """
-    version_before = sink.lake.version(sink.layer, sink.table)
+    before = delta.find(sink.table_uri, sink.storage_options)
     query = (
         stream_df.writeStream.queryName(sink.stream)
         .foreachBatch(sink)
@@ -120,20 +130,17 @@ def run_available_now(stream_df: DataFrame, sink: DeltaBatchSink) -> StreamRun:
     )
     query.awaitTermination()
     run = StreamRun()
-    version_after = sink.lake.version(sink.layer, sink.table)
-    first_new = 0 if version_before is None else version_before + 1
-    new_commits = 0 if version_after is None else version_after - first_new + 1
-    history = sink.lake.history(sink.layer, sink.table, new_commits) if new_commits > 0 else []
+    after = delta.find(sink.table_uri, sink.storage_options)
+    new_commits = (after.version() if after else -1) - (before.version() if before else -1)
+    history = after.history(new_commits) if after and new_commits > 0 else []
     committed = {int(c["batch_id"]) for c in history if c.get("stream") == sink.stream}
-    app_id = sink.app_id(stream_df.sparkSession)
-    held_before, rows_before = None, 0
-    if version_before is not None:
-        snapshot = sink.lake.table(sink.layer, sink.table)
-        snapshot.load_as_version(version_before)
-        held_before = snapshot.transaction_version(app_id)
-        rows_before = row_count(snapshot)
+    held_before = (
+        before.transaction_version(sink.app_id(stream_df.sparkSession)) if before else None
+    )
     # Appends only: the rows the run added are the difference (compaction keeps the count).
-    run.rows_written = sink.lake.row_count(sink.layer, sink.table) - rows_before
+    run.rows_written = (delta.row_count(after) if after else 0) - (
+        delta.row_count(before) if before else 0
+    )
     for progress in query.recentProgress:
         if progress.batchId in committed:
             run.batches_committed.append(progress.batchId)

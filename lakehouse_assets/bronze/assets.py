@@ -2,7 +2,6 @@
 availableNow stream, exactly once."""
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 import dagster as dg
@@ -10,8 +9,8 @@ from pyspark.sql import DataFrame
 
 from lakehouse_assets.bronze.transforms import (
     KAFKA_BRONZE_PARTITION,
-    kafka_to_bronze,
-    landing_to_bronze,
+    stamped_kafka_batch,
+    stamped_landing_batch,
 )
 from lakehouse_assets.constants import (
     BRONZE,
@@ -24,14 +23,6 @@ from lakehouse_assets.constants import (
 )
 from resources import KafkaResource, LakeResource, SparkResource
 from resources.streaming import BatchTransform, DeltaBatchSink, StreamRun, run_available_now
-
-
-def _kafka_rows(records: DataFrame) -> DataFrame:
-    return kafka_to_bronze(records, ingested_at=datetime.now(UTC))
-
-
-def _landing_rows(rows: DataFrame) -> DataFrame:
-    return landing_to_bronze(rows, ingested_at=datetime.now(UTC))
 
 
 def run_bronze_stream(
@@ -48,11 +39,12 @@ def run_bronze_stream(
     """
     stream = stream_name(BRONZE, table)
     checkpoint = lake.spark_path(CHECKPOINTS_DIR, stream)
-    sink = DeltaBatchSink(lake, BRONZE, table, stream, checkpoint, transform, partition_by)
+    uri = lake.table_uri(BRONZE, table)
+    sink = DeltaBatchSink(uri, lake.storage_options, stream, checkpoint, transform, partition_by)
     run = run_available_now(source, sink)
     if not lake.exists(BRONZE, table):
         empty = source.sparkSession.createDataFrame([], source.schema)
-        lake.append(BRONZE, table, transform(empty).toArrow(), partition_by)
+        lake.append(BRONZE, table, transform(empty), partition_by)
     context.log.info(
         f"{stream}: {run.rows_written} rows in batches {run.batches_committed}; "
         f"skipped already-committed batches {run.batches_skipped}"
@@ -87,7 +79,7 @@ def kafka_bronze_asset(topic: str) -> dg.AssetsDefinition:
         log_ends = kafka.end_offsets([topic])  # fails fast, naming the servers, if unreachable
         records = kafka.read_stream(spark.get_session(), [topic], group_id=stream)
         run, metadata = run_bronze_stream(
-            context, lake, topic, records, _kafka_rows, [KAFKA_BRONZE_PARTITION]
+            context, lake, topic, records, stamped_kafka_batch, [KAFKA_BRONZE_PARTITION]
         )
         if run.end_offsets:
             kafka.commit_offsets(stream, run.end_offsets)
@@ -121,7 +113,7 @@ def landing_bronze_asset(source: str, columns: Sequence[str]) -> dg.AssetsDefini
         context: dg.AssetExecutionContext, spark: SparkResource, lake: LakeResource
     ) -> dg.MaterializeResult:
         rows = lake.read_csv_stream(spark.get_session(), [LANDING_DIR, source], columns)
-        _, metadata = run_bronze_stream(context, lake, source, rows, _landing_rows)
+        _, metadata = run_bronze_stream(context, lake, source, rows, stamped_landing_batch)
         return dg.MaterializeResult(metadata=metadata)
 
     return _asset

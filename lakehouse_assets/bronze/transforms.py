@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -31,3 +31,15 @@ def landing_to_bronze(rows: DataFrame, ingested_at: datetime) -> DataFrame:
         ingested_at: when this batch is written to bronze (timezone-aware).
     """
     return rows.withColumn("ingested_at", F.lit(ingested_at).cast("timestamp"))
+
+
+# The foreachBatch transforms of the bronze streams: module-level (so pickled by reference) and
+# stamped with the time the batch is written.
+def stamped_kafka_batch(records: DataFrame) -> DataFrame:
+    """``kafka_to_bronze`` of a micro-batch, ingested now."""
+    return kafka_to_bronze(records, ingested_at=datetime.now(UTC))
+
+
+def stamped_landing_batch(rows: DataFrame) -> DataFrame:
+    """``landing_to_bronze`` of a micro-batch, ingested now."""
+    return landing_to_bronze(rows, ingested_at=datetime.now(UTC))

@@ -46,12 +46,14 @@ def spark_home() -> Path:
     return Path(pyspark.__file__).parent
 
 
-def server_command(port: int, master: str, conf: Mapping[str, str]) -> list[str]:
-    """The ``spark-submit`` command line of a Connect server on ``port``."""
+def server_command(
+    port: int, master: str, conf: Mapping[str, str], host: str = LOOPBACK
+) -> list[str]:
+    """The ``spark-submit`` command line of a Connect server on ``host:port``."""
     settings = {
         **SERVER_DEFAULTS,
         **conf,
-        "spark.connect.grpc.binding.address": LOOPBACK,
+        "spark.connect.grpc.binding.address": host,
         "spark.connect.grpc.binding.port": str(port),
     }
     command = [str(spark_home() / "bin" / "spark-submit"), "--class", CONNECT_SERVER_CLASS]
@@ -73,21 +75,27 @@ class SparkConnectServer:
     def __init__(
         self,
         port: int | None = None,
+        host: str = LOOPBACK,
         master: str = "local[*]",
         conf: Mapping[str, str] | None = None,
+        env: Mapping[str, str] | None = None,
         timeout_s: float = 120.0,
     ) -> None:
         """Prepare a server.
 
         Args:
             port: gRPC port to listen on; a free one is chosen when None.
+            host: address to listen on (0.0.0.0: every interface, as in a container).
             master: the application's master: local[*], spark://host:7077, ...
             conf: extra Spark settings of the application.
+            env: extra environment variables of the server and its Python workers.
             timeout_s: how long to wait for the server to accept connections.
         """
         self.port = port if port is not None else free_port()
+        self.host = host
         self.master = master
         self.conf = dict(conf or {})
+        self.env = dict(env or {})
         self.timeout_s = timeout_s
         self._process: subprocess.Popen[bytes] | None = None
         self._log = tempfile.NamedTemporaryFile(  # noqa: SIM115 (open while the server runs)
@@ -97,7 +105,8 @@ class SparkConnectServer:
     @property
     def url(self) -> str:
         """The ``SPARK_REMOTE`` URL clients connect to."""
-        return f"sc://{LOOPBACK}:{self.port}"
+        host = LOOPBACK if self.host == "0.0.0.0" else self.host
+        return f"sc://{host}:{self.port}"
 
     @property
     def log_path(self) -> Path:
@@ -126,8 +135,9 @@ class SparkConnectServer:
             "PYSPARK_PYTHON": sys.executable,
             "PYSPARK_DRIVER_PYTHON": sys.executable,
             "SPARK_LOCAL_IP": LOOPBACK,
+            **self.env,
         }
-        command = server_command(self.port, self.master, self.conf)
+        command = server_command(self.port, self.master, self.conf, self.host)
         self._process = subprocess.Popen(
             command, env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True
         )

@@ -42,8 +42,8 @@ def _replace_days(
     lake: LakeResource, table: str, rows: DataFrame, first: date, last: date
 ) -> dg.MaterializeResult:
     """Replace the partitions ``first..last`` of ``gold.<table>`` with ``rows``."""
-    days = f"{GOLD_PARTITION} >= '{first.isoformat()}' AND {GOLD_PARTITION} <= '{last.isoformat()}'"
-    lake.overwrite_where(GOLD, table, rows.toArrow(), days, partition_by=[GOLD_PARTITION])
+    days = [(GOLD_PARTITION, ">=", first.isoformat()), (GOLD_PARTITION, "<=", last.isoformat())]
+    lake.replace_partitions(GOLD, table, rows, days, partition_by=[GOLD_PARTITION])
     return dg.MaterializeResult(
         metadata={
             **lake.table_metadata(GOLD, table),

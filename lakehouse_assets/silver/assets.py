@@ -83,10 +83,12 @@ def _write_quarantine(
 ) -> int:
     if lake.holds(SILVER, spec.quarantine_table, markers):
         return 0
-    rejected = spec.quarantine(parsed).toArrow()
-    if rejected.num_rows or not lake.exists(SILVER, spec.quarantine_table):
+    rejected = spec.quarantine(parsed).cache()
+    count = rejected.count()
+    if count or not lake.exists(SILVER, spec.quarantine_table):
         lake.append(SILVER, spec.quarantine_table, rejected, markers=markers)
-    return rejected.num_rows
+    rejected.unpersist()
+    return count
 
 
 def _rows_to_merge(
@@ -235,7 +237,7 @@ def user_bins(
     markers = {app_id: lake.version(SILVER, USER_PROFILE) or 0}
     if not lake.holds(SILVER, USER_BINS, markers):
         profiles = lake.read(session, SILVER, USER_PROFILE)
-        rows = transforms.user_bins(profiles, F.lit(as_of)).toArrow()
+        rows = transforms.user_bins(profiles, F.lit(as_of))
         lake.replace(SILVER, USER_BINS, rows, markers)
     return dg.MaterializeResult(
         metadata={**lake.table_metadata(SILVER, USER_BINS), "as_of_date": as_of.isoformat()}

@@ -1,19 +1,32 @@
-"""The lake resource: delta-rs commits with transaction ids, and snapshot reads in Spark."""
+"""The lake: Spark writes the files, delta-rs commits them with statistics and transaction ids;
+snapshot reads, partition replacement, merges and the change feed."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import date
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from resources import LakeResource
+from resources.delta_files import write_files
+from resources.maintenance import vacuum
+
+Rows = Callable[[list[int], list[date]], DataFrame]
 
 
-def rows(ids: list[int], days: list[date]) -> pa.Table:
-    return pa.table({"id": ids, "name": [f"n{i}" for i in ids], "day": days})
+@pytest.fixture
+def rows(spark: SparkSession) -> Rows:
+    """Rows ``(id, name = "n<id>", day)`` as a Spark DataFrame."""
+
+    def make(ids: list[int], days: list[date]) -> DataFrame:
+        data = [(i, f"n{i}", day) for i, day in zip(ids, days, strict=True)]
+        return spark.createDataFrame(data, "id long, name string, day date")
+
+    return make
 
 
 def test_table_location_follows_layer_and_table(tmp_path: Path) -> None:
@@ -24,7 +37,7 @@ def test_table_location_follows_layer_and_table(tmp_path: Path) -> None:
     )
 
 
-def test_commits_carry_transaction_versions(tmp_path: Path) -> None:
+def test_commits_carry_transaction_versions(tmp_path: Path, rows: Rows) -> None:
     lake = LakeResource(root=str(tmp_path))
     assert lake.committed_version("bronze", "t", "app") is None
     lake.append("bronze", "t", rows([1], [date(2026, 1, 1)]), markers={"app": 4})
@@ -34,8 +47,24 @@ def test_commits_carry_transaction_versions(tmp_path: Path) -> None:
     assert lake.row_count("bronze", "t") == 1
 
 
+def test_files_are_committed_with_their_statistics(tmp_path: Path, rows: Rows) -> None:
+    lake = LakeResource(root=str(tmp_path))
+    days = [date(2026, 1, 1), date(2026, 1, 2), date(2026, 1, 2)]
+    lake.append("silver", "t", rows([5, 7, 6], days).coalesce(1), partition_by=["day"])
+    actions = pa.table(lake.table("silver", "t").get_add_actions(flatten=True)).to_pylist()
+    by_day = {action["partition.day"]: action for action in actions}
+    assert set(by_day) == {date(2026, 1, 1), date(2026, 1, 2)}
+    second = by_day[date(2026, 1, 2)]
+    assert (second["num_records"], second["min.id"], second["max.id"]) == (2, 6, 7)
+    assert (second["min.name"], second["max.name"], second["null_count.id"]) == ("n6", "n7", 0)
+    assert all(a["path"].startswith("day=2026-01-0") for a in actions)
+    assert lake.row_count("silver", "t") == 3
+    table_folder = tmp_path / "silver" / "t"
+    assert not [p for p in table_folder.iterdir() if p.name.startswith("staging-")]
+
+
 def test_snapshot_read_brings_back_partition_values_and_ignores_stray_files(
-    tmp_path: Path, spark: SparkSession
+    tmp_path: Path, spark: SparkSession, rows: Rows
 ) -> None:
     lake = LakeResource(root=str(tmp_path))
     days = [date(2026, 1, 1), date(2026, 1, 2), date(2026, 1, 2)]
@@ -48,21 +77,38 @@ def test_snapshot_read_brings_back_partition_values_and_ignores_stray_files(
     assert sorted((r.id, r.day) for r in frame.collect()) == list(zip([1, 2, 3], days, strict=True))
 
 
-def test_merge_upserts_and_delete_removes(tmp_path: Path, spark: SparkSession) -> None:
+def test_files_written_but_never_committed_are_not_in_the_table_and_vacuum_removes_them(
+    tmp_path: Path, spark: SparkSession, rows: Rows
+) -> None:
     lake = LakeResource(root=str(tmp_path))
-    lake.merge("silver", "t", rows([1, 2], [date(2026, 1, 1)] * 2), keys=["id"])
-    changed = pa.table({"id": [2, 3], "name": ["two", "three"], "day": [date(2026, 1, 5)] * 2})
-    lake.merge("silver", "t", changed, keys=["id"])
-    lake.delete("silver", "t", "id = 1")
-    result = sorted((r.id, r.name) for r in lake.read(spark, "silver", "t").collect())
-    assert result == [(2, "two"), (3, "three")]
+    lake.append("bronze", "t", rows([1], [date(2026, 1, 1)]), partition_by=["day"])
+    orphans = write_files(rows([2], [date(2026, 1, 1)]), lake.table_uri("bronze", "t"), ["day"])
+    assert [r.id for r in lake.read(spark, "bronze", "t").collect()] == [1]
+    assert lake.version("bronze", "t") == 0
+    removed = vacuum(lake, "bronze", "t", retention_hours=0, force=True)
+    assert removed["files_removed"] == len(orphans) == 1
+    assert [r.id for r in lake.read(spark, "bronze", "t").collect()] == [1]
 
 
-def test_overwrite_where_replaces_only_matching_rows(tmp_path: Path, spark: SparkSession) -> None:
+def test_replace_partitions_replaces_only_the_matching_days(
+    tmp_path: Path, spark: SparkSession, rows: Rows
+) -> None:
     lake = LakeResource(root=str(tmp_path))
-    lake.append("gold", "t", rows([1, 2], [date(2026, 1, 1), date(2026, 1, 2)]), ["day"])
-    lake.overwrite_where("gold", "t", rows([9], [date(2026, 1, 2)]), "day = '2026-01-02'")
-    assert sorted(r.id for r in lake.read(spark, "gold", "t").collect()) == [1, 9]
+    days = [date(2026, 1, 1), date(2026, 1, 2), date(2026, 1, 3)]
+    lake.append("gold", "t", rows([1, 2, 3], days), partition_by=["day"])
+    only_jan_2 = [("day", ">=", "2026-01-02"), ("day", "<=", "2026-01-02")]
+    lake.replace_partitions("gold", "t", rows([9], [days[1]]), only_jan_2, ["day"])
+    assert sorted(r.id for r in lake.read(spark, "gold", "t").collect()) == [1, 3, 9]
+    jan_2_and_3 = [("day", ">=", "2026-01-02"), ("day", "<=", "2026-01-03")]
+    assert sorted(r.id for r in lake.read(spark, "gold", "t", jan_2_and_3).collect()) == [3, 9]
+
+
+def test_replace_swaps_the_whole_table(tmp_path: Path, spark: SparkSession, rows: Rows) -> None:
+    lake = LakeResource(root=str(tmp_path))
+    lake.append("silver", "t", rows([1, 2], [date(2026, 1, 1)] * 2))
+    lake.replace("silver", "t", rows([3], [date(2026, 1, 2)]), markers={"bins@2026-01-02": 7})
+    assert [r.id for r in lake.read(spark, "silver", "t").collect()] == [3]
+    assert lake.holds("silver", "t", {"bins@2026-01-02": 7})
 
 
 def test_reading_a_missing_table_names_it(tmp_path: Path, spark: SparkSession) -> None:
@@ -92,7 +138,9 @@ def test_merge_keeps_the_newest_and_applies_deletes(tmp_path: Path, spark: Spark
     assert lake.read(spark, "silver", "p").columns == ["id", "ts"]
 
 
-def test_changes_since_returns_only_later_rows(tmp_path: Path, spark: SparkSession) -> None:
+def test_changes_since_returns_only_later_rows(
+    tmp_path: Path, spark: SparkSession, rows: Rows
+) -> None:
     lake = LakeResource(root=str(tmp_path))
     v0 = lake.append("bronze", "t", rows([1, 2], [date(2026, 1, 1)] * 2))
     lake.append("bronze", "t", rows([3], [date(2026, 1, 2)]))
@@ -106,3 +154,14 @@ def test_changes_since_returns_only_later_rows(tmp_path: Path, spark: SparkSessi
     lake.append("bronze", "t", rows([4], [date(2026, 1, 2)]), markers={"app": 3, "other": 1})
     assert lake.holds("bronze", "t", {"app": 3, "other": 0}) is True
     assert lake.holds("bronze", "t", {"app": 3, "other": 2}) is False
+
+
+def test_changes_of_a_merge_come_from_its_change_data_files(
+    tmp_path: Path, spark: SparkSession
+) -> None:
+    lake = LakeResource(root=str(tmp_path))
+    v0 = lake.merge("silver", "p", pa.table({"id": [1, 2], "ts": [10, 10]}), ["id"])
+    lake.merge("silver", "p", pa.table({"id": [2, 3], "ts": [20, 20]}), ["id"])
+    later, version = lake.changes_since(spark, "silver", "p", v0)
+    # The new row of the update of 2 and the insert of 3; the untouched 1 is no change.
+    assert sorted((r.id, r.ts) for r in later.collect()) == [(2, 20), (3, 20)] and version == 1

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import dagster as dg
 import pyarrow as pa
+from deltalake import write_deltalake
 
 from lakehouse_assets.constants import BRONZE, TOPIC_BPM, TOPIC_WORKOUT
 from lakehouse_assets.definitions import defs
@@ -16,7 +17,7 @@ from resources import LakeResource
 def test_bronze_maintenance_compacts_each_table_and_records_it(tmp_path: Path) -> None:
     lake = LakeResource(root=str(tmp_path))
     for batch in range(4):  # bpm: 4 small files; workout: none (not created yet)
-        lake.append(BRONZE, TOPIC_BPM, pa.table({"n": [batch]}))
+        write_deltalake(lake.table_uri(BRONZE, TOPIC_BPM), pa.table({"n": [batch]}), mode="append")
     result = maintenance_jobs[BRONZE].execute_in_process(resources={"lake": lake})
     observations = [
         event.asset_observation_data.asset_observation

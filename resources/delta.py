@@ -1,0 +1,260 @@
+"""Delta I/O: read a snapshot, write files and commit, replace partitions, merge, read the change
+feed. delta-rs keeps the log; Spark reads and writes the data.
+
+Every function takes a table's URI (``<lake root>/<layer>/<table>``) and the object-store options;
+none keeps state, so a ``foreachBatch`` sink that runs on a Spark Connect server calls them as well
+as the run's process does. No path whose size grows with the data passes through the driver's
+Python process, except a merge's source (a batch's changes), which delta-rs merges into the table.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+from urllib.parse import unquote
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+from deltalake.exceptions import TableNotFoundError
+from deltalake.schema import Schema as DeltaSchema
+from deltalake.transaction import create_table_with_add_actions
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+from pyspark.sql.types import StructType
+
+from resources.delta_files import Location, hadoop_uri, write_files
+
+# Every table records its changes, so downstream layers can read them incrementally.
+TABLE_CONFIGURATION = {"delta.enableChangeDataFeed": "true"}
+# Retries when another writer (a stream, OPTIMIZE) commits the same version first.
+MAX_COMMIT_RETRIES = 15
+INSERTED = ("insert", "update_postimage")  # change types that carry a row's new content
+
+Markers = Mapping[str, int]  # transaction markers {app id: version}
+Options = Mapping[str, str]  # object-store options of delta-rs
+PartitionFilters = list[tuple[str, str, Any]]  # delta-rs's [(column, op, value)]
+
+
+def commit_properties(
+    markers: Markers | None = None, metadata: Mapping[str, Any] | None = None
+) -> CommitProperties:
+    """Commit properties carrying idempotency markers ``{app id: version}``, if any."""
+    transactions = [Transaction(app_id, version) for app_id, version in (markers or {}).items()]
+    return CommitProperties(
+        custom_metadata=dict(metadata) if metadata else None,
+        max_commit_retries=MAX_COMMIT_RETRIES,
+        app_transactions=transactions or None,
+    )
+
+
+def find(uri: str, options: Options | None = None) -> DeltaTable | None:
+    """The table's latest snapshot, or None before it exists (one log read)."""
+    try:
+        return DeltaTable(uri, storage_options=dict(options or {}))
+    except TableNotFoundError:
+        return None
+
+
+def spark_schema(delta: DeltaTable) -> StructType:
+    """The table's schema as Spark's."""
+    return from_arrow_schema(pa.schema(delta.schema()))
+
+
+def read(
+    spark: SparkSession, delta: DeltaTable, partitions: PartitionFilters | None = None
+) -> DataFrame:
+    """The snapshot's rows (of the partitions matching ``partitions``) as a Spark DataFrame, read
+    by the executors from the snapshot's own file list, never by listing the folder."""
+    schema = spark_schema(delta)
+    files = [hadoop_uri(unquote(uri)) for uri in delta.file_uris(partitions)]
+    return _read_files(spark, files, schema, hadoop_uri(delta.table_uri))
+
+
+def _read_files(spark: SparkSession, files: list[str], schema: StructType, base: str) -> DataFrame:
+    if not files:
+        return spark.createDataFrame([], schema)
+    # Partition values live in the folder names (hive style); basePath makes Spark read them.
+    frame = spark.read.schema(schema).option("basePath", base).parquet(*files)
+    return frame.select(*schema.fieldNames())
+
+
+def changes(
+    spark: SparkSession, delta: DeltaTable, after_version: int | None
+) -> tuple[DataFrame, int]:
+    """Rows inserted or updated after ``after_version`` (the whole snapshot when None), read by
+    Spark from the commits' files (``_change_data/`` where a commit has them, else its added
+    files), and the version they reach.
+
+    Raises:
+        FileNotFoundError: a commit to read was removed from the log (log retention).
+    """
+    current = delta.version()
+    if after_version is None:
+        return read(spark, delta), current
+    schema = spark_schema(delta)
+    added: list[str] = []
+    changed: list[str] = []
+    for version in range(after_version + 1, current + 1):
+        actions = _commit_actions(delta.table_uri, version)
+        cdc = [action["cdc"]["path"] for action in actions if "cdc" in action]
+        data = [a["add"]["path"] for a in actions if "add" in a and a["add"]["dataChange"]]
+        (changed if cdc else added).extend(cdc or data)
+    base = hadoop_uri(delta.table_uri)
+    frame = _read_files(spark, [f"{base}/{unquote(path)}" for path in added], schema, base)
+    if changed:
+        typed = StructType([*schema.fields]).add("_change_type", "string")
+        feed = _read_files(
+            spark, [f"{base}/{unquote(p)}" for p in changed], typed, base + "/_change_data"
+        )
+        frame = frame.unionByName(
+            feed.where(F.col("_change_type").isin(*INSERTED)).drop("_change_type")
+        )
+    return frame, current
+
+
+def _commit_actions(table_uri: str, version: int) -> list[dict[str, Any]]:
+    log = Location.of(f"{table_uri}/_delta_log/{version:020d}.json")
+    try:
+        with log.filesystem.open_input_stream(log.path) as stream:
+            lines = stream.read().decode().splitlines()
+    except FileNotFoundError as error:
+        raise FileNotFoundError(
+            f"Commit {version} of the Delta table {table_uri} is no longer in its log, so its "
+            "changes cannot be read incrementally: rebuild the downstream table from scratch."
+        ) from error
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def append(
+    frame: DataFrame,
+    uri: str,
+    options: Options | None = None,
+    partition_by: Sequence[str] = (),
+    markers: Markers | None = None,
+    metadata: Mapping[str, Any] | None = None,
+) -> int:
+    """Append ``frame``'s rows (creating the table if needed); returns the new version. The
+    executors write the files; the commit carries ``markers``, so a caller can tell later whether
+    this write already happened."""
+    actions = write_files(frame, uri, partition_by)
+    return _commit(
+        frame, uri, options, actions, mode="append", partition_by=partition_by, markers=markers,
+        metadata=metadata,
+    )  # fmt: skip
+
+
+def replace_partitions(
+    frame: DataFrame,
+    uri: str,
+    partitions: PartitionFilters | None,
+    partition_by: Sequence[str],
+    options: Options | None = None,
+    markers: Markers | None = None,
+) -> int:
+    """Replace every partition matching ``partitions`` (the whole table when None) with
+    ``frame``'s rows, in one commit."""
+    actions = write_files(frame, uri, partition_by)
+    return _commit(
+        frame, uri, options, actions, mode="overwrite", partition_by=partition_by,
+        partitions=partitions, markers=markers,
+    )  # fmt: skip
+
+
+def _commit(
+    frame: DataFrame,
+    uri: str,
+    options: Options | None,
+    actions: list[Any],
+    *,
+    mode: str,
+    partition_by: Sequence[str],
+    partitions: PartitionFilters | None = None,
+    markers: Markers | None = None,
+    metadata: Mapping[str, Any] | None = None,
+) -> int:
+    """Commit ``actions`` (files ``frame`` was written to), creating the table if needed."""
+    schema = DeltaSchema.from_arrow(to_arrow_schema(frame.schema, timezone="UTC"))
+    properties = commit_properties(markers, metadata)
+    delta = find(uri, options)
+    if delta is None:
+        create_table_with_add_actions(
+            uri,
+            schema,
+            actions,
+            partition_by=list(partition_by) or None,
+            configuration=TABLE_CONFIGURATION,
+            storage_options=dict(options or {}),
+            commit_properties=properties,
+        )
+        return 0
+    delta.create_write_transaction(
+        actions,
+        mode,
+        schema,
+        partition_by=list(partition_by) or None,
+        partition_filters=partitions,
+        commit_properties=properties,
+    )
+    return delta.version()
+
+
+def merge(
+    source: pa.Table,
+    uri: str,
+    keys: Sequence[str],
+    options: Options | None = None,
+    markers: Markers | None = None,
+    update_when: str | None = None,
+    delete_flag: str | None = None,
+    target_filter: str | None = None,
+) -> int:
+    """Upsert ``source`` (a batch's changes) by ``keys`` with delta-rs; returns the new version.
+
+    Args:
+        update_when: a SQL condition over ``source`` and ``target`` that a matching row must
+            meet to be updated (e.g. ``source.ts > target.ts``: the newest wins).
+        delete_flag: a boolean column of ``source``: rows where it is true delete their match
+            and are never inserted. The column itself is not stored.
+        target_filter: a condition on ``target`` that every match meets (e.g. the days the
+            batch touches), so the merge reads only those files of the table.
+    """
+    kept = [name for name in source.column_names if name != delete_flag]
+    delta = find(uri, options)
+    if delta is None:
+        rows = source.filter(pc.invert(source[delete_flag])) if delete_flag else source  # pyright: ignore[reportAttributeAccessIssue]
+        write_deltalake(
+            uri,
+            rows.select(kept),
+            mode="append",
+            configuration=TABLE_CONFIGURATION,
+            storage_options=dict(options or {}),
+            commit_properties=commit_properties(markers),
+        )
+        return 0
+    matches = [f"target.`{key}` = source.`{key}`" for key in keys]
+    merger = delta.merge(
+        source,
+        " AND ".join([*matches, *([target_filter] if target_filter else [])]),
+        source_alias="source",
+        target_alias="target",
+        merge_schema=True,
+        commit_properties=commit_properties(markers),
+    )
+    live = f"NOT source.`{delete_flag}`" if delete_flag else None
+    if delete_flag:
+        merger = merger.when_matched_delete(f"source.`{delete_flag}`")
+    update = " AND ".join(c for c in (live, update_when) if c) or None
+    excluded = [delete_flag] if delete_flag else None
+    merger.when_matched_update_all(update, except_cols=excluded).when_not_matched_insert_all(
+        live, except_cols=excluded
+    ).execute()
+    return delta.version()
+
+
+def row_count(delta: DeltaTable) -> int:
+    """Rows in the snapshot, from the files' statistics (no data read)."""
+    actions = pa.table(delta.get_add_actions(flatten=True))
+    return sum(count or 0 for count in actions["num_records"].to_pylist())
