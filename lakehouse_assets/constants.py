@@ -46,6 +46,13 @@ SILVER_TABLES: Final = (
     *(f"{source}{QUARANTINE_SUFFIX}" for source in (*KAFKA_TOPICS, *LANDING_COLUMNS)),
 )  # fmt: skip
 GOLD_TABLES: Final = (WORKOUT_BPM_SUMMARY, GYM_SUMMARY)
+# Silver tables that grow with time are partitioned by DATE, the UTC date of one of their columns,
+# so that a run's merges and reads touch only the days its changes span.
+DATE: Final = "date"
+DATED_BY: Final = {
+    HEART_RATE: "time", WORKOUTS: "time", GYM_LOGS: "login", COMPLETED_WORKOUTS: "start_time",
+    WORKOUT_BPM: "start_time",
+}  # fmt: skip
 # Columns OPTIMIZE Z-orders a table by (the columns its readers filter on); others are bin-packed.
 Z_ORDER: Final = {HEART_RATE: ("device_id", "time"), WORKOUT_BPM: ("user_id", "start_time")}
 

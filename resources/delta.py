@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from datetime import date
 from typing import Any
 from urllib.parse import unquote
 
@@ -31,6 +32,7 @@ from resources.delta_files import Location, hadoop_uri, write_files
 TABLE_CONFIGURATION = {"delta.enableChangeDataFeed": "true"}
 # Retries when another writer (a stream, OPTIMIZE) commits the same version first.
 MAX_COMMIT_RETRIES = 15
+CHANGE_TYPE = "_change_type"  # the change data feed's column naming the kind of change
 INSERTED = ("insert", "update_postimage")  # change types that carry a row's new content
 
 Markers = Mapping[str, int]  # transaction markers {app id: version}
@@ -69,7 +71,7 @@ def read(
     """The snapshot's rows (of the partitions matching ``partitions``) as a Spark DataFrame, read
     by the executors from the snapshot's own file list, never by listing the folder."""
     schema = spark_schema(delta)
-    files = [hadoop_uri(unquote(uri)) for uri in delta.file_uris(partitions)]
+    files = [hadoop_uri(unquote(uri)) for uri in delta.file_uris(file_pruning_predicate=partitions)]
     return _read_files(spark, files, schema, hadoop_uri(delta.table_uri))
 
 
@@ -84,16 +86,38 @@ def _read_files(spark: SparkSession, files: list[str], schema: StructType, base:
 def changes(
     spark: SparkSession, delta: DeltaTable, after_version: int | None
 ) -> tuple[DataFrame, int]:
-    """Rows inserted or updated after ``after_version`` (the whole snapshot when None), read by
-    Spark from the commits' files (``_change_data/`` where a commit has them, else its added
-    files), and the version they reach.
+    """Rows inserted or updated after ``after_version`` (the whole snapshot when None), and the
+    version they reach; see ``feed``."""
+    rows, current = feed(spark, delta, after_version)
+    return rows.where(F.col(CHANGE_TYPE).isin(*INSERTED)).drop(CHANGE_TYPE), current
+
+
+def new_values(
+    spark: SparkSession, delta: DeltaTable, after_version: int | None, columns: Sequence[str]
+) -> tuple[DataFrame, int]:
+    """The distinct ``columns`` values that rows took after ``after_version`` and did not hold
+    before it (a row updated with the same ``columns`` values brings none), and the version."""
+    rows, current = feed(spark, delta, after_version)
+    kind = F.col(CHANGE_TYPE)
+    after = rows.where(kind.isin(*INSERTED)).select(*columns)
+    before = rows.where(kind == "update_preimage").select(*columns)
+    return after.subtract(before), current
+
+
+def feed(
+    spark: SparkSession, delta: DeltaTable, after_version: int | None
+) -> tuple[DataFrame, int]:
+    """The change data feed after ``after_version`` (the whole snapshot, as inserts, when None):
+    the rows with their ``_change_type``, read by Spark from the commits' files
+    (``_change_data/`` where a commit has them, else its added files, which are inserts), and the
+    version they reach.
 
     Raises:
         FileNotFoundError: a commit to read was removed from the log (log retention).
     """
     current = delta.version()
     if after_version is None:
-        return read(spark, delta), current
+        return read(spark, delta).withColumn(CHANGE_TYPE, F.lit("insert")), current
     schema = spark_schema(delta)
     added: list[str] = []
     changed: list[str] = []
@@ -104,14 +128,11 @@ def changes(
         (changed if cdc else added).extend(cdc or data)
     base = hadoop_uri(delta.table_uri)
     frame = _read_files(spark, [f"{base}/{unquote(path)}" for path in added], schema, base)
+    frame = frame.withColumn(CHANGE_TYPE, F.lit("insert"))
     if changed:
-        typed = StructType([*schema.fields]).add("_change_type", "string")
-        feed = _read_files(
-            spark, [f"{base}/{unquote(p)}" for p in changed], typed, base + "/_change_data"
-        )
-        frame = frame.unionByName(
-            feed.where(F.col("_change_type").isin(*INSERTED)).drop("_change_type")
-        )
+        typed = StructType([*schema.fields]).add(CHANGE_TYPE, "string")
+        files = [f"{base}/{unquote(path)}" for path in changed]
+        frame = frame.unionByName(_read_files(spark, files, typed, base + "/_change_data"))
     return frame, current
 
 
@@ -198,6 +219,7 @@ def _commit(
         partition_filters=partitions,
         commit_properties=properties,
     )
+    delta.update_incremental()  # the commit does not move this snapshot
     return delta.version()
 
 
@@ -209,17 +231,24 @@ def merge(
     markers: Markers | None = None,
     update_when: str | None = None,
     delete_flag: str | None = None,
-    target_filter: str | None = None,
+    partition_by: Sequence[str] = (),
 ) -> int:
     """Upsert ``source`` (a batch's changes) by ``keys`` with delta-rs; returns the new version.
+
+    A matching row is updated only when one of its columns changes, so the change feed carries
+    real changes only. In a partitioned table a key is looked for only in the partitions of the
+    source's rows (the merge reads only those files): a key must not move between partitions,
+    which holds when the partition is derived from the key or from a time that never changes.
 
     Args:
         update_when: a SQL condition over ``source`` and ``target`` that a matching row must
             meet to be updated (e.g. ``source.ts > target.ts``: the newest wins).
         delete_flag: a boolean column of ``source``: rows where it is true delete their match
             and are never inserted. The column itself is not stored.
-        target_filter: a condition on ``target`` that every match meets (e.g. the days the
-            batch touches), so the merge reads only those files of the table.
+        partition_by: the table's partition columns (used when the merge creates it).
+
+    Raises:
+        ValueError: the table exists with other partition columns (laid out by an older version).
     """
     kept = [name for name in source.column_names if name != delete_flag]
     delta = find(uri, options)
@@ -229,15 +258,19 @@ def merge(
             uri,
             rows.select(kept),
             mode="append",
+            partition_by=list(partition_by) or None,
             configuration=TABLE_CONFIGURATION,
             storage_options=dict(options or {}),
             commit_properties=commit_properties(markers),
         )
         return 0
+    _check_layout(delta, partition_by)
+    if source.num_rows == 0:
+        return _commit_markers(delta, partition_by, markers)
     matches = [f"target.`{key}` = source.`{key}`" for key in keys]
     merger = delta.merge(
         source,
-        " AND ".join([*matches, *([target_filter] if target_filter else [])]),
+        " AND ".join([*matches, *_in_partitions(source, partition_by)]),
         source_alias="source",
         target_alias="target",
         merge_schema=True,
@@ -246,12 +279,64 @@ def merge(
     live = f"NOT source.`{delete_flag}`" if delete_flag else None
     if delete_flag:
         merger = merger.when_matched_delete(f"source.`{delete_flag}`")
-    update = " AND ".join(c for c in (live, update_when) if c) or None
+    stored = set(delta.schema().to_arrow().names)
+    values = [name for name in kept if name not in keys and name in stored]
+    # Each comparison in parentheses: DataFusion binds OR tighter than IS DISTINCT FROM.
+    differs = " OR ".join(f"(target.`{n}` IS DISTINCT FROM source.`{n}`)" for n in values)
+    if set(kept) - stored:  # new columns: every match changes
+        differs = ""
+    conditions = [c for c in (live, update_when, differs and f"({differs})") if c]
     excluded = [delete_flag] if delete_flag else None
-    merger.when_matched_update_all(update, except_cols=excluded).when_not_matched_insert_all(
-        live, except_cols=excluded
-    ).execute()
+    before = delta.version()
+    merger.when_matched_update_all(
+        " AND ".join(conditions) or None, except_cols=excluded
+    ).when_not_matched_insert_all(live, except_cols=excluded).execute()
+    if delta.version() == before:  # delta-rs commits nothing for a merge that changes nothing
+        return _commit_markers(delta, partition_by, markers)
     return delta.version()
+
+
+def _commit_markers(delta: DeltaTable, partition_by: Sequence[str], markers: Markers | None) -> int:
+    """Commit ``markers`` alone (no data), so the table records what its writer consumed."""
+    if markers:
+        delta.create_write_transaction(
+            [], "append", delta.schema(), partition_by=list(partition_by) or None,
+            commit_properties=commit_properties(markers),
+        )  # fmt: skip
+        delta.update_incremental()  # the commit does not move this snapshot
+    return delta.version()
+
+
+def _check_layout(delta: DeltaTable, partition_by: Sequence[str]) -> None:
+    stored = delta.metadata().partition_columns
+    if list(stored) != list(partition_by):
+        raise ValueError(
+            f"The Delta table {delta.table_uri} is partitioned by {stored or 'nothing'}, but this "
+            f"version of the lakehouse lays it out by {list(partition_by) or 'nothing'}. It is "
+            "derived from upstream tables: delete its folder and run again to rebuild it."
+        )
+
+
+def _in_partitions(source: pa.Table, partition_by: Sequence[str]) -> list[str]:
+    """Conditions keeping a merge's target to the partitions of ``source``'s rows."""
+    conditions = []
+    for column in partition_by:
+        values = source[column].unique().to_pylist()
+        literals = ", ".join(_sql_literal(value) for value in values if value is not None)
+        in_values = f"target.`{column}` IN ({literals})" if literals else "FALSE"
+        nulls = f"target.`{column}` IS NULL" if None in values else None
+        conditions.append(f"({in_values} OR {nulls})" if nulls else in_values)
+    return conditions
+
+
+def _sql_literal(value: Any) -> str:
+    if isinstance(value, date):
+        return f"DATE '{value.isoformat()}'"
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    if isinstance(value, int | float):
+        return repr(value)
+    raise TypeError(f"Partition values of type {type(value).__name__} are not supported")
 
 
 def row_count(delta: DeltaTable) -> int:

@@ -165,6 +165,18 @@ class LakeResource(dg.ConfigurableResource):
         """
         return delta.changes(spark, self.table(layer, table), after_version)
 
+    def new_values(
+        self,
+        spark: SparkSession,
+        layer: str,
+        table: str,
+        after_version: int | None,
+        columns: Sequence[str],
+    ) -> tuple[DataFrame, int]:
+        """The ``columns`` values rows took after ``after_version`` and did not hold before, and
+        the table version they reach; see ``resources.delta.new_values``."""
+        return delta.new_values(spark, self.table(layer, table), after_version, columns)
+
     def append(
         self,
         layer: str,
@@ -213,6 +225,7 @@ class LakeResource(dg.ConfigurableResource):
         markers: Markers | None = None,
         update_when: str | None = None,
         delete_flag: str | None = None,
+        partition_by: Sequence[str] = (),
     ) -> int:
         """Upsert ``source`` (a batch's changes) by ``keys``; see ``resources.delta.merge``."""
         return delta.merge(
@@ -223,4 +236,5 @@ class LakeResource(dg.ConfigurableResource):
             markers=markers,
             update_when=update_when,
             delete_flag=delete_flag,
+            partition_by=partition_by,
         )

@@ -4,11 +4,12 @@ those days from silver and replaces their partitions, so a re-run changes nothin
 from datetime import date, timedelta
 
 import dagster as dg
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lakehouse_assets.constants import (
     COMPLETED_WORKOUTS,
+    DATE,
     GOLD,
     GYM_LOGS,
     GYM_SUMMARY,
@@ -33,9 +34,12 @@ def _days(context: dg.AssetExecutionContext) -> tuple[date, date]:
     return window.start.date(), window.end.date() - timedelta(days=1)
 
 
-def _on_days(frame: DataFrame, column: str, first: date, last: date) -> DataFrame:
-    day = F.to_date(F.col(column))
-    return frame.where((day >= F.lit(first)) & (day <= F.lit(last)))
+def _silver_days(
+    lake: LakeResource, spark: SparkSession, table: str, first: date, last: date
+) -> DataFrame:
+    """The rows of ``silver.<table>`` dated ``first..last``, read from those partitions only."""
+    days = [(DATE, ">=", first.isoformat()), (DATE, "<=", last.isoformat())]
+    return lake.read(spark, SILVER, table, partitions=days)
 
 
 def _replace_days(
@@ -68,7 +72,7 @@ def workout_bpm_summary(
     """Per completed workout with a valid reading: user, day, bpm min/avg/max, profile bins."""
     session = spark.get_session()
     first, last = _days(context)
-    readings = _on_days(lake.read(session, SILVER, WORKOUT_BPM), "start_time", first, last)
+    readings = _silver_days(lake, session, WORKOUT_BPM, first, last)
     bins = lake.read(session, SILVER, USER_BINS)
     rows = transforms.workout_bpm_summary(readings, bins).cache()
     return _replace_days(lake, WORKOUT_BPM_SUMMARY, rows, first, last)
@@ -89,8 +93,11 @@ def gym_summary(
     """Per gym, mac address and day: minutes in the gym and minutes exercising there."""
     session = spark.get_session()
     first, last = _days(context)
-    visits = _on_days(lake.read(session, SILVER, GYM_LOGS), "login", first, last)
-    completed = lake.read(session, SILVER, COMPLETED_WORKOUTS)
+    visits = _silver_days(lake, session, GYM_LOGS, first, last).cache()
+    # Workouts count on the day of the visit they start in, which may end on a later day.
+    last_logout = visits.select(F.max(F.to_date("logout"))).first()
+    until = max(last, last_logout[0] if last_logout and last_logout[0] else last)
+    completed = _silver_days(lake, session, COMPLETED_WORKOUTS, first, until)
     users = lake.read(session, SILVER, USERS)
     rows = transforms.gym_summary(visits, completed, users).cache()
     return _replace_days(lake, GYM_SUMMARY, rows, first, last)

@@ -5,9 +5,10 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from lakehouse_assets.constants import DATE
 from lakehouse_assets.silver.transforms import WORKOUT_KEYS
 
-GOLD_PARTITION = "date"
+GOLD_PARTITION = DATE
 GYM_KEYS = ["gym", "mac_address", GOLD_PARTITION]
 
 
@@ -53,7 +54,9 @@ def gym_summary(gym_logs: DataFrame, completed: DataFrame, users: DataFrame) -> 
     in_gym = visits.groupBy(*GYM_KEYS).agg(
         F.sum(_minutes(F.col("login"), F.col("logout"))).alias("minutes_in_gym")
     )
-    workouts = completed.join(users.select("user_id", "mac_address"), "user_id")
+    workouts = completed.select(*WORKOUT_KEYS, "start_time", "end_time").join(
+        users.select("user_id", "mac_address"), "user_id"
+    )
     inside = visits.join(workouts, "mac_address").where(
         "login <= start_time AND start_time <= logout"
     )

@@ -8,6 +8,7 @@ again and the markers keep every table from taking them twice.
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 import dagster as dg
@@ -17,6 +18,8 @@ from pyspark.sql import functions as F
 from lakehouse_assets.constants import (
     BRONZE,
     COMPLETED_WORKOUTS,
+    DATE,
+    DATED_BY,
     GYM_LOGS,
     HEART_RATE,
     LANDING_GYM_LOGINS,
@@ -78,6 +81,30 @@ class ParsedTable:
         return f"{self.source}{QUARANTINE_SUFFIX}"
 
 
+def layout(table: str) -> list[str]:
+    """The partition columns of ``silver.<table>``."""
+    return [DATE] if table in DATED_BY else []
+
+
+def dated(table: str, rows: DataFrame) -> DataFrame:
+    """``rows`` of ``silver.<table>`` with the partition column, if the table has one."""
+    column = DATED_BY.get(table)
+    return rows.withColumn(DATE, F.to_date(column)) if column else rows
+
+
+def days_of(rows: DataFrame, before: int = 0, after: int = 0) -> list[str]:
+    """The days of ``rows``' ``date`` column, each with ``before`` days before it and ``after``
+    days after it (ISO dates, for partition filters). Collects one value per day."""
+    days = {row[0] for row in rows.select(DATE).distinct().collect() if row[0] is not None}
+    spread = {day + timedelta(days=shift) for day in days for shift in range(-before, after + 1)}
+    return sorted(day.isoformat() for day in spread)
+
+
+def read_days(lake: LakeResource, spark: SparkSession, table: str, days: list[str]) -> DataFrame:
+    """The rows of ``silver.<table>`` on ``days`` (read from those partitions' files only)."""
+    return lake.read(spark, SILVER, table, partitions=[(DATE, "in", days)])
+
+
 def _write_quarantine(
     lake: LakeResource, spec: ParsedTable, parsed: DataFrame, markers: Markers
 ) -> int:
@@ -99,7 +126,7 @@ def _rows_to_merge(
         changed = accepted.select(*spec.keys).distinct()
         history = valid(spec.parse(lake.read(spark, BRONZE, spec.source)))
         accepted = history.join(changed, list(spec.keys), "left_semi")
-    return spec.shape(accepted)
+    return dated(spec.table, spec.shape(accepted))
 
 
 def parsed_table_asset(spec: ParsedTable) -> dg.AssetsDefinition:
@@ -145,6 +172,7 @@ def parsed_table_asset(spec: ParsedTable) -> dg.AssetsDefinition:
                 markers=markers,
                 update_when=spec.update_when,
                 delete_flag=delete_flag,
+                partition_by=layout(spec.table),
             )
         parsed.unpersist()
         yield dg.MaterializeResult(
@@ -190,12 +218,17 @@ def completed_workouts(spark: SparkResource, lake: LakeResource) -> dg.Materiali
     session = spark.get_session()
     changes, markers, fresh = read_changes(lake, session, COMPLETED_WORKOUTS, (SILVER, WORKOUTS))
     if fresh or not lake.exists(SILVER, COMPLETED_WORKOUTS):
+        # A start and its stop are at most 3 hours apart: on the same day or on adjacent days.
+        actions = read_days(lake, session, WORKOUTS, days_of(changes, before=1, after=1))
         changed = changes.select(*transforms.WORKOUT_KEYS).distinct()
-        actions = lake.read(session, SILVER, WORKOUTS).join(
-            changed, transforms.WORKOUT_KEYS, "left_semi"
+        paired = transforms.completed_workouts(
+            actions.join(changed, transforms.WORKOUT_KEYS, "left_semi")
         )
-        rows = transforms.completed_workouts(actions).toArrow()
-        lake.merge(SILVER, COMPLETED_WORKOUTS, rows, transforms.WORKOUT_KEYS, markers=markers)
+        rows = dated(COMPLETED_WORKOUTS, paired).toArrow()
+        lake.merge(
+            SILVER, COMPLETED_WORKOUTS, rows, transforms.WORKOUT_KEYS, markers=markers,
+            partition_by=layout(COMPLETED_WORKOUTS),
+        )  # fmt: skip
     return dg.MaterializeResult(metadata=lake.table_metadata(SILVER, COMPLETED_WORKOUTS))
 
 
@@ -208,20 +241,37 @@ def workout_bpm(spark: SparkResource, lake: LakeResource) -> dg.MaterializeResul
     """The valid readings of each completed workout; new workouts, late readings and newly
     registered devices each bring their rows."""
     session = spark.get_session()
-    upstreams = (COMPLETED_WORKOUTS, HEART_RATE, USERS)
-    reads = [read_changes(lake, session, WORKOUT_BPM, (SILVER, t)) for t in upstreams]
-    if any(fresh for _, _, fresh in reads) or not lake.exists(SILVER, WORKOUT_BPM):
-        workouts, readings, users = [lake.read(session, SILVER, t) for t in upstreams]
-        new = [changes for changes, _, _ in reads]
-        rows = (
-            transforms.workout_bpm(new[0], readings, users)
-            .unionByName(transforms.workout_bpm(workouts, new[1], users))
-            .unionByName(transforms.workout_bpm(workouts, readings, new[2]))
-            .distinct()
-        )
-        markers = {app: version for _, marker, _ in reads for app, version in marker.items()}
+    new_workouts, workouts_marker, workouts_fresh = read_changes(
+        lake, session, WORKOUT_BPM, (SILVER, COMPLETED_WORKOUTS)
+    )
+    new_readings, readings_marker, readings_fresh = read_changes(
+        lake, session, WORKOUT_BPM, (SILVER, HEART_RATE)
+    )
+    # Of the users' changes only a new device matters (re-registering the same device does not).
+    devices_app = f"{SILVER}.{WORKOUT_BPM}<-{SILVER}.{USERS}"
+    consumed = lake.committed_version(SILVER, WORKOUT_BPM, devices_app)
+    new_devices, users_version = lake.new_values(
+        session, SILVER, USERS, consumed, ["user_id", "device_id"]
+    )
+    fresh = workouts_fresh or readings_fresh or users_version != consumed
+    if fresh or not lake.exists(SILVER, WORKOUT_BPM):
+        users = lake.read(session, SILVER, USERS)
+        # A workout lasts at most 3 hours: its readings are on its start day or the next one.
+        their_readings = read_days(lake, session, HEART_RATE, days_of(new_workouts, after=1))
+        rows = transforms.workout_bpm(new_workouts, their_readings, users)
+        old_workouts = read_days(lake, session, COMPLETED_WORKOUTS, days_of(new_readings, before=1))
+        rows = rows.unionByName(transforms.workout_bpm(old_workouts, new_readings, users))
+        # Workouts (of any day) whose user now has another device, with that device's readings.
+        all_workouts = lake.read(session, SILVER, COMPLETED_WORKOUTS)
+        moved = all_workouts.join(new_devices.select("user_id"), "user_id", "left_semi")
+        readings = read_days(lake, session, HEART_RATE, days_of(moved, after=1))
+        rows = rows.unionByName(transforms.workout_bpm(moved, readings, new_devices)).distinct()
+        markers = {**workouts_marker, **readings_marker, devices_app: users_version}
         keys = [*transforms.WORKOUT_KEYS, "time"]
-        lake.merge(SILVER, WORKOUT_BPM, rows.toArrow(), keys, markers=markers)
+        lake.merge(
+            SILVER, WORKOUT_BPM, dated(WORKOUT_BPM, rows).toArrow(), keys, markers=markers,
+            partition_by=layout(WORKOUT_BPM),
+        )  # fmt: skip
     return dg.MaterializeResult(metadata=lake.table_metadata(SILVER, WORKOUT_BPM))
 
 

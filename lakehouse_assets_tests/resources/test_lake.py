@@ -165,3 +165,70 @@ def test_changes_of_a_merge_come_from_its_change_data_files(
     later, version = lake.changes_since(spark, "silver", "p", v0)
     # The new row of the update of 2 and the insert of 3; the untouched 1 is no change.
     assert sorted((r.id, r.ts) for r in later.collect()) == [(2, 20), (3, 20)] and version == 1
+
+
+def _merge_metrics(lake: LakeResource, table: str) -> dict[str, int]:
+    return lake.history("silver", table, limit=1)[0]["operationMetrics"]
+
+
+def test_a_merge_into_a_partitioned_table_reads_only_its_sources_partitions(
+    tmp_path: Path, spark: SparkSession
+) -> None:
+    lake = LakeResource(root=str(tmp_path))
+    days = [date(2026, 1, 1), date(2026, 1, 2), date(2026, 1, 3)]
+    first = pa.table({"id": [1, 2, 3], "v": [10, 20, 30], "day": days})
+    lake.merge("silver", "p", first, ["id"], partition_by=["day"])  # one file per day
+    lake.merge(
+        "silver", "p", pa.table({"id": [2, 4], "v": [21, 40], "day": [days[1]] * 2}), ["id"],
+        partition_by=["day"],
+    )  # fmt: skip
+    metrics = _merge_metrics(lake, "p")
+    assert (metrics["num_target_files_scanned"], metrics["num_target_rows_updated"]) == (1, 1)
+    rows = sorted((r.id, r.v, r.day) for r in lake.read(spark, "silver", "p").collect())
+    assert rows == [(1, 10, days[0]), (2, 21, days[1]), (3, 30, days[2]), (4, 40, days[1])]
+
+
+def test_a_merge_that_changes_nothing_adds_nothing_to_the_change_feed(
+    tmp_path: Path, spark: SparkSession
+) -> None:
+    lake = LakeResource(root=str(tmp_path))
+    v0 = lake.merge("silver", "p", pa.table({"id": [1, 2], "v": [10, None]}), ["id"])
+    # The same rows again (a null equal to a null), and an empty batch: only the markers commit.
+    same = pa.table({"id": [1, 2], "v": [10, None]})
+    v1 = lake.merge("silver", "p", same, ["id"], markers={"app": 4})
+    v2 = lake.merge(
+        "silver", "p", pa.table({"id": pa.array([], pa.int64()), "v": pa.array([], pa.int64())}),
+        ["id"], markers={"app": 5},
+    )  # fmt: skip
+    assert (v0, v1, v2) == (0, 1, 2) and lake.holds("silver", "p", {"app": 5})
+    nothing, version = lake.changes_since(spark, "silver", "p", v0)
+    assert nothing.count() == 0 and version == 2
+
+
+def test_new_values_leave_out_rows_updated_to_the_same_values(
+    tmp_path: Path, spark: SparkSession
+) -> None:
+    lake = LakeResource(root=str(tmp_path))
+    v0 = lake.merge("silver", "u", pa.table({"id": [1, 2], "dev": [10, 20], "ts": [1, 1]}), ["id"])
+    # id 1 registers again with the same device; id 2 takes another device; id 3 is new.
+    later = pa.table({"id": [1, 2, 3], "dev": [10, 21, 30], "ts": [2, 2, 2]})
+    lake.merge("silver", "u", later, ["id"])
+    values, version = lake.new_values(spark, "silver", "u", v0, ["id", "dev"])
+    assert sorted(tuple(r) for r in values.collect()) == [(2, 21), (3, 30)] and version == 1
+    everything, _ = lake.new_values(spark, "silver", "u", None, ["id", "dev"])
+    assert sorted(tuple(r) for r in everything.collect()) == [(1, 10), (2, 21), (3, 30)]
+
+
+def test_a_table_laid_out_by_an_older_version_is_refused_with_how_to_rebuild_it(
+    tmp_path: Path,
+) -> None:
+    lake = LakeResource(root=str(tmp_path))
+    lake.merge("silver", "p", pa.table({"id": [1], "day": [date(2026, 1, 1)]}), ["id"])
+    with pytest.raises(
+        ValueError, match=r"partitioned by nothing.*by \['day'\].*delete its folder"
+    ):
+        lake.merge(
+            "silver", "p", pa.table({"id": [2], "day": [date(2026, 1, 1)]}), ["id"],
+            partition_by=["day"],
+        )  # fmt: skip
+    assert lake.row_count("silver", "p") == 1
