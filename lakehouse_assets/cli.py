@@ -10,12 +10,13 @@ import shutil
 import signal
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lakehouse_assets.devtools.broker import EmbeddedBroker, EmbeddedBrokerError
+from lakehouse_assets.devtools.service import LocalService
 from lakehouse_assets.devtools.spark_server import (
     DEFAULT_CONNECT_PORT,
     SparkConnectServer,
@@ -33,34 +34,23 @@ DEMO_MARKER = ".embedded-broker-demo"
 
 
 @contextlib.contextmanager
-def kafka_for_demo(configured: str | None) -> Iterator[str]:
-    """The configured Kafka cluster, or an embedded broker for the duration of the block."""
+def local_service(variable: str, service: Callable[[], LocalService]) -> Iterator[str]:
+    """The address in the environment variable ``variable`` when it is set; otherwise a local
+    ``service`` for the duration of the block, its address exported in ``variable`` (so the
+    resources and the processes the block starts use it)."""
+    configured = os.environ.get(variable)
     if configured:
         yield configured
         return
-    with EmbeddedBroker() as broker:
-        os.environ[ENV_KAFKA_BOOTSTRAP_SERVERS] = broker.bootstrap_servers
-        print(f"Embedded Kafka broker (tansu) on {broker.bootstrap_servers}")
+    starting = service()
+    print(f"Starting the {starting.name}...", flush=True)
+    with starting as running:
+        os.environ[variable] = running.address
+        print(f"The {running.name} is listening on {running.address}", flush=True)
         try:
-            yield broker.bootstrap_servers
+            yield running.address
         finally:
-            del os.environ[ENV_KAFKA_BOOTSTRAP_SERVERS]
-
-
-@contextlib.contextmanager
-def spark_for_demo(configured: str | None) -> Iterator[str]:
-    """The configured Spark Connect server, or one started for the duration of the block."""
-    if configured:
-        yield configured
-        return
-    print("Starting a Spark Connect server (one Spark application for every run)...", flush=True)
-    with SparkConnectServer() as server:
-        os.environ[ENV_SPARK_REMOTE] = server.url
-        print(f"Spark Connect server on {server.url} (log: {server.log_path})")
-        try:
-            yield server.url
-        finally:
-            del os.environ[ENV_SPARK_REMOTE]
+            del os.environ[variable]
 
 
 def prepare_demo_lake(root: Path, embedded: bool) -> None:
@@ -89,12 +79,11 @@ def demo(users: int, days: int) -> None:
     from lakehouse_assets import sample_data
     from resources import build_resources
 
-    configured = os.environ.get(ENV_KAFKA_BOOTSTRAP_SERVERS)
     root = Path(os.environ.get(ENV_LAKEHOUSE_ROOT, "lake"))
-    prepare_demo_lake(root, embedded=not configured)
+    prepare_demo_lake(root, embedded=ENV_KAFKA_BOOTSTRAP_SERVERS not in os.environ)
     with (
-        kafka_for_demo(configured) as bootstrap_servers,
-        spark_for_demo(os.environ.get(ENV_SPARK_REMOTE)),
+        local_service(ENV_KAFKA_BOOTSTRAP_SERVERS, EmbeddedBroker) as bootstrap_servers,
+        local_service(ENV_SPARK_REMOTE, SparkConnectServer),
     ):
         sample = sample_data.generate(users, days)
         sample_data.write_landing(root, sample.files)
@@ -120,7 +109,7 @@ def materialize_graph(resources: dict[str, Any]) -> list[dg.ExecuteInProcessResu
     from lakehouse_assets.definitions import all_assets
 
     instance = dg.DagsterInstance.ephemeral()
-    logging = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
+    logging = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
     run = functools.partial(
         dg.materialize, all_assets, instance=instance, resources=resources, run_config=logging
     )
@@ -165,36 +154,42 @@ def print_gold_reports(resources: dict[str, Any]) -> None:
 
 
 def print_row_counts(result: dg.ExecuteInProcessResult) -> None:
-    """Print ``layer.table  rows`` for each table a run materialized (its latest count)."""
-    latest = {e.materialization.asset_key: e.materialization for e in _materializations(result)}
-    print(f"{'table':<{NAME_WIDTH}}{'rows':>12}")
+    """Print ``layer.table  rows  seconds`` for each table a run materialized: its latest row
+    count and the wall time of the step that wrote it."""
+    seconds = step_seconds(result)
+    latest = {e.asset_key: e for e in _materializations(result) if e.asset_key}
+    print(f"{'table':<{NAME_WIDTH}}{'rows':>12}{'seconds':>10}")
     for key in sorted(latest, key=lambda k: k.to_user_string()):
-        rows = latest[key].metadata.get("dagster/row_count")
-        print(f"{'.'.join(key.path):<{NAME_WIDTH}}{rows.value if rows else '-':>12}")
+        event = latest[key]
+        rows = event.materialization.metadata.get("dagster/row_count")
+        took = seconds.get(event.step_key or "")
+        print(
+            f"{'.'.join(key.path):<{NAME_WIDTH}}{rows.value if rows else '-':>12}"
+            f"{'-' if took is None else f'{took:.1f}':>10}"
+        )
+
+
+def step_seconds(result: dg.ExecuteInProcessResult) -> dict[str, float]:
+    """The wall time of each step of a run that succeeded, by step key."""
+    return {
+        event.step_key: event.step_success_data.duration_ms / 1000
+        for event in result.get_step_success_events()
+        if event.step_key
+    }
 
 
 def _materializations(result: dg.ExecuteInProcessResult) -> list[dg.DagsterEvent]:
     return [e for e in result.get_asset_materialization_events() if e.materialization]
 
 
-def broker(port: int) -> None:
-    """Run the embedded broker in the foreground until interrupted (Ctrl-C or SIGTERM)."""
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # leave the block: tansu stops too
-    with EmbeddedBroker(port=port) as running:
-        print(f"Embedded Kafka broker on {running.bootstrap_servers} (listening); Ctrl-C stops it.")
-        print(f"export {ENV_KAFKA_BOOTSTRAP_SERVERS}={running.bootstrap_servers}", flush=True)
-        with contextlib.suppress(KeyboardInterrupt):
-            while True:
-                time.sleep(3600)
-
-
-def spark_server(port: int, host: str, master: str) -> None:
-    """Run a Spark Connect server in the foreground until interrupted (Ctrl-C or SIGTERM)."""
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # leave the block: the server stops too
-    print(f"Starting a Spark Connect server (master {master})...", flush=True)
-    with SparkConnectServer(port=port, host=host, master=master) as server:
-        print(f"Spark Connect server on {server.url} (log: {server.log_path}); Ctrl-C stops it.")
-        print(f"export {ENV_SPARK_REMOTE}={server.url}", flush=True)
+def serve(service: LocalService, variable: str) -> None:
+    """Run ``service`` in the foreground until interrupted (Ctrl-C or SIGTERM); its log is kept."""
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # leave the block: the service stops
+    print(f"Starting the {service.name}...", file=sys.stderr, flush=True)
+    with service:
+        print(f"The {service.name} is listening on {service.address}; Ctrl-C stops it.")
+        print(f"Its log: {service.log_path}")
+        print(f"export {variable}={service.address}", flush=True)
         with contextlib.suppress(KeyboardInterrupt):
             while True:
                 time.sleep(3600)
@@ -206,7 +201,10 @@ def dev(port: int) -> None:
     import subprocess
 
     command = [str(Path(sys.executable).parent / "dagster"), "dev", "-w", "workspace.yaml"]
-    with spark_for_demo(os.environ.get(ENV_SPARK_REMOTE)), contextlib.suppress(KeyboardInterrupt):
+    with (
+        local_service(ENV_SPARK_REMOTE, SparkConnectServer),
+        contextlib.suppress(KeyboardInterrupt),
+    ):
         subprocess.run([*command, "-p", str(port)], check=False)
 
 
@@ -260,10 +258,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         elif args.command == "spark-archive":
             spark_archive()
         elif args.command == "spark-server":
-            spark_server(args.port, args.host, args.master)
+            server = SparkConnectServer(args.port, args.host, args.master, keep_log=True)
+            serve(server, ENV_SPARK_REMOTE)
         elif args.command == "dev":
             dev(args.port)
         else:
-            broker(args.port)
+            serve(EmbeddedBroker(port=args.port, keep_log=True), ENV_KAFKA_BOOTSTRAP_SERVERS)
     except (EmbeddedBrokerError, SparkServerError) as error:
         sys.exit(str(error))

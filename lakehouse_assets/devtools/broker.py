@@ -8,34 +8,14 @@ batches records (see ``resources/kafka_source.py`` for how reads still reach the
 from __future__ import annotations
 
 import contextlib
-import socket
-import subprocess
-import tempfile
-import time
-from pathlib import Path
-from types import TracebackType
 
-LOOPBACK = "127.0.0.1"
+from lakehouse_assets.devtools.service import LOOPBACK, LocalService, free_port, port_is_taken
+
+__all__ = ["EmbeddedBroker", "EmbeddedBrokerError", "free_port", "tansu_binary"]
 
 
 class EmbeddedBrokerError(RuntimeError):
     """The embedded broker could not be started."""
-
-
-def free_port(host: str = LOOPBACK) -> int:
-    """A TCP port on ``host`` that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
-
-
-def port_is_taken(host: str, port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        try:
-            sock.bind((host, port))
-        except OSError:
-            return True
-    return False
 
 
 def tansu_binary() -> str:
@@ -60,7 +40,7 @@ def tansu_binary() -> str:
         ) from error
 
 
-class EmbeddedBroker:
+class EmbeddedBroker(LocalService):
     """A tansu broker on a loopback port, started and stopped by this process.
 
     Use it as a context manager::
@@ -69,21 +49,27 @@ class EmbeddedBroker:
             print(broker.bootstrap_servers)
     """
 
-    def __init__(self, port: int | None = None, host: str = LOOPBACK, timeout_s: float = 30.0):
+    name = "embedded Kafka broker"
+    error = EmbeddedBrokerError
+
+    def __init__(
+        self,
+        port: int | None = None,
+        host: str = LOOPBACK,
+        timeout_s: float = 30.0,
+        keep_log: bool = False,
+    ) -> None:
         """Prepare a broker.
 
         Args:
             port: TCP port to listen on; a free one is chosen when None.
             host: loopback address to listen on.
             timeout_s: how long to wait for the broker to answer Kafka requests.
+            keep_log: keep the broker's log file after a clean stop.
         """
+        super().__init__(timeout_s, keep_log)
         self.host = host
         self.port = port if port is not None else free_port(host)
-        self.timeout_s = timeout_s
-        self._process: subprocess.Popen[bytes] | None = None
-        self._log = tempfile.NamedTemporaryFile(  # noqa: SIM115 (open while the broker runs)
-            prefix="tansu-", suffix=".log", delete=False
-        )
 
     @property
     def bootstrap_servers(self) -> str:
@@ -91,9 +77,8 @@ class EmbeddedBroker:
         return f"{self.host}:{self.port}"
 
     @property
-    def log_path(self) -> Path:
-        """The file holding the broker's own output."""
-        return Path(self._log.name)
+    def address(self) -> str:
+        return self.bootstrap_servers
 
     def start(self) -> EmbeddedBroker:
         """Start the broker and wait until it answers a metadata request.
@@ -117,58 +102,21 @@ class EmbeddedBroker:
             "--advertised-listener-url",
             url,
         ]
-        self._process = subprocess.Popen(command, stdout=self._log, stderr=subprocess.STDOUT)
-        self._wait_until_ready()
+        self._launch(command, self._answers)
         return self
 
-    def _wait_until_ready(self) -> None:
+    def _answers(self) -> bool:
         from kafka import KafkaAdminClient
         from kafka.errors import KafkaError
 
-        deadline = time.monotonic() + self.timeout_s
-        while time.monotonic() < deadline:
-            assert self._process is not None
-            if self._process.poll() is not None:
-                self._fail(f"the broker exited with code {self._process.returncode}")
-            try:
-                admin = KafkaAdminClient(
-                    bootstrap_servers=self.bootstrap_servers, request_timeout_ms=2000
-                )
-            except KafkaError:
-                time.sleep(0.1)
-                continue
-            with contextlib.closing(admin):
-                admin.list_topics()
-            return
-        self._fail(f"the broker did not answer within {self.timeout_s:.0f} s")
-
-    def _fail(self, reason: str) -> None:
-        self.stop()
-        output = self.log_path.read_text(errors="replace")[-2000:]
-        raise EmbeddedBrokerError(
-            f"Embedded Kafka broker on {self.bootstrap_servers} failed: {reason}.\n{output}"
-        )
-
-    def stop(self) -> None:
-        """Stop the broker (its in-memory records are gone with it)."""
-        if self._process is None:
-            return
-        if self._process.poll() is None:
-            self._process.terminate()
-            try:
-                self._process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
-                self._process.wait()
-        self._process = None
-
-    def __enter__(self) -> EmbeddedBroker:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.stop()
+        if not port_is_taken(self.host, self.port):  # not listening yet: no client to wait on
+            return False
+        try:
+            admin = KafkaAdminClient(
+                bootstrap_servers=self.bootstrap_servers, request_timeout_ms=2000
+            )
+        except KafkaError:
+            return False
+        with contextlib.closing(admin):
+            admin.list_topics()
+        return True

@@ -10,17 +10,13 @@ interpreter, which has the project installed. The master may be ``local[*]`` or 
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
-import tempfile
-import time
 from collections.abc import Mapping
 from pathlib import Path
-from types import TracebackType
 
 import pyspark
 
-from lakehouse_assets.devtools.broker import LOOPBACK, free_port, port_is_taken
+from lakehouse_assets.devtools.service import LOOPBACK, LocalService, free_port, port_is_taken
 from resources.spark import SESSION_DEFAULTS, without_connect
 
 CONNECT_SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
@@ -63,7 +59,7 @@ def server_command(
     return [*command, "spark-internal"]
 
 
-class SparkConnectServer:
+class SparkConnectServer(LocalService):
     """A Spark Connect server on a loopback port, started and stopped by this process.
 
     Use it as a context manager::
@@ -71,6 +67,10 @@ class SparkConnectServer:
         with SparkConnectServer() as server:
             print(server.url)  # sc://127.0.0.1:PORT
     """
+
+    name = "Spark Connect server"
+    error = SparkServerError
+    stop_timeout_s = 30.0
 
     def __init__(
         self,
@@ -80,6 +80,7 @@ class SparkConnectServer:
         conf: Mapping[str, str] | None = None,
         env: Mapping[str, str] | None = None,
         timeout_s: float = 120.0,
+        keep_log: bool = False,
     ) -> None:
         """Prepare a server.
 
@@ -90,17 +91,14 @@ class SparkConnectServer:
             conf: extra Spark settings of the application.
             env: extra environment variables of the server and its Python workers.
             timeout_s: how long to wait for the server to accept connections.
+            keep_log: keep the server's log file after a clean stop.
         """
+        super().__init__(timeout_s, keep_log)
         self.port = port if port is not None else free_port()
         self.host = host
         self.master = master
         self.conf = dict(conf or {})
         self.env = dict(env or {})
-        self.timeout_s = timeout_s
-        self._process: subprocess.Popen[bytes] | None = None
-        self._log = tempfile.NamedTemporaryFile(  # noqa: SIM115 (open while the server runs)
-            prefix="spark-connect-", suffix=".log", delete=False
-        )
 
     @property
     def url(self) -> str:
@@ -109,17 +107,12 @@ class SparkConnectServer:
         return f"sc://{host}:{self.port}"
 
     @property
-    def log_path(self) -> Path:
-        """The file holding the server's own output."""
-        return Path(self._log.name)
-
-    @property
-    def pid(self) -> int | None:
-        """The process id of the server's JVM while it runs."""
-        return self._process.pid if self._process else None
+    def address(self) -> str:
+        return self.url
 
     def start(self) -> SparkConnectServer:
-        """Start the server and wait until it accepts connections.
+        """Start the server and wait until it accepts connections; its streaming queries and
+        Python workers end with it.
 
         Raises:
             SparkServerError: the port is taken, or the server exited or did not answer in time.
@@ -138,48 +131,5 @@ class SparkConnectServer:
             **self.env,
         }
         command = server_command(self.port, self.master, self.conf, self.host)
-        self._process = subprocess.Popen(
-            command, env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True
-        )
-        self._wait_until_ready()
+        self._launch(command, lambda: port_is_taken(LOOPBACK, self.port), env)
         return self
-
-    def _wait_until_ready(self) -> None:
-        deadline = time.monotonic() + self.timeout_s
-        while time.monotonic() < deadline:
-            assert self._process is not None
-            if self._process.poll() is not None:
-                self._fail(f"the server exited with code {self._process.returncode}")
-            if port_is_taken(LOOPBACK, self.port):
-                return
-            time.sleep(0.2)
-        self._fail(f"the server did not listen within {self.timeout_s:.0f} s")
-
-    def _fail(self, reason: str) -> None:
-        self.stop()
-        output = self.log_path.read_text(errors="replace")[-3000:]
-        raise SparkServerError(f"Spark Connect server on {self.url} failed: {reason}.\n{output}")
-
-    def stop(self) -> None:
-        """Stop the server: its streaming queries end, its Python workers with it."""
-        if self._process is None:
-            return
-        if self._process.poll() is None:
-            self._process.terminate()
-            try:
-                self._process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
-                self._process.wait()
-        self._process = None
-
-    def __enter__(self) -> SparkConnectServer:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.stop()

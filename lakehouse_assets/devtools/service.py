@@ -1,0 +1,126 @@
+"""A local service (the embedded broker, a Spark Connect server): a process this one starts, waits
+for and stops. Its output goes to a log file, removed when the service stops after a clean run and
+kept when it failed to start or its ``with`` block raised, so the error can name it."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Self
+
+LOOPBACK = "127.0.0.1"
+
+
+def free_port(host: str = LOOPBACK) -> int:
+    """A TCP port on ``host`` that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+def port_is_taken(host: str, port: int) -> bool:
+    """Whether something listens on ``host:port``."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return True
+    return False
+
+
+class LocalService:
+    """A service process started and stopped by this process; a context manager."""
+
+    name = "service"  # in messages: "The <name> on <address> failed: ..."
+    error: type[RuntimeError] = RuntimeError
+    stop_timeout_s = 10.0
+
+    def __init__(self, timeout_s: float, keep_log: bool = False) -> None:
+        self.timeout_s = timeout_s
+        self._process: subprocess.Popen[bytes] | None = None
+        self._log: IO[bytes] | None = None
+        self._keep_log = keep_log
+
+    @property
+    def address(self) -> str:
+        """Where clients reach the service, for messages."""
+        raise NotImplementedError
+
+    @property
+    def log_path(self) -> Path | None:
+        """The file holding the service's own output, once started."""
+        return Path(self._log.name) if self._log else None
+
+    @property
+    def pid(self) -> int | None:
+        """The service's process id while it runs."""
+        return self._process.pid if self._process else None
+
+    def start(self) -> Self:
+        """Start the service and wait until it is ready."""
+        raise NotImplementedError
+
+    def _launch(
+        self, command: list[str], ready: Callable[[], bool], env: Mapping[str, str] | None = None
+    ) -> None:
+        """Run ``command`` in its own session and wait until ``ready()`` (polled)."""
+        self._log = tempfile.NamedTemporaryFile(  # noqa: SIM115 (open while the service runs)
+            prefix=f"{self.name.replace(' ', '-')}-", suffix=".log", delete=False
+        )
+        self._process = subprocess.Popen(
+            command,
+            env=None if env is None else dict(env),
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + self.timeout_s
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                self._fail(f"it exited with code {self._process.returncode}")
+            if ready():
+                return
+            time.sleep(0.1)
+        self._fail(f"it was not ready within {self.timeout_s:.0f} s")
+
+    def _fail(self, reason: str) -> None:
+        self._keep_log = True
+        self.stop()
+        output = self.log_path.read_text(errors="replace")[-3000:] if self.log_path else ""
+        raise self.error(
+            f"The {self.name} on {self.address} failed: {reason}. Its output ({self.log_path}):\n"
+            f"{output}"
+        )
+
+    def stop(self) -> None:
+        """Stop the service (SIGTERM, then SIGKILL after ``stop_timeout_s``)."""
+        if self._process is not None:
+            if self._process.poll() is None:
+                self._process.terminate()
+                try:
+                    self._process.wait(timeout=self.stop_timeout_s)
+                except subprocess.TimeoutExpired:
+                    self._process.kill()
+                    self._process.wait()
+            self._process = None
+        if self._log is not None:
+            self._log.close()
+            if not self._keep_log:
+                Path(self._log.name).unlink(missing_ok=True)
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self._keep_log = self._keep_log or exc is not None
+        self.stop()
