@@ -7,12 +7,13 @@ Works on any file system pyarrow knows (local, s3://, gs://, hdfs://).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import unquote
 
 from pyarrow import fs
 
-from resources.kafka_source import Offsets
+from resources.kafka_source import Offsets, TopicPartitionKey, from_offsets
 
 
 def _filesystem(uri: str) -> tuple[fs.FileSystem, str]:
@@ -35,6 +36,35 @@ def _log_entries(filesystem: fs.FileSystem, folder: str) -> dict[int, str]:
 def _read_lines(filesystem: fs.FileSystem, path: str) -> list[str]:
     with filesystem.open_input_stream(path) as stream:
         return stream.read().decode().splitlines()
+
+
+def _pending_batch(filesystem: fs.FileSystem, root: str) -> bool:
+    """Whether a batch was planned (its offsets written) but not committed: a crash mid-batch."""
+    planned = _log_entries(filesystem, f"{root}/offsets")
+    committed = _log_entries(filesystem, f"{root}/commits")
+    return max(planned, default=-1) > max(committed, default=-1)
+
+
+def kafka_caught_up(checkpoint: str, log_ends: Mapping[TopicPartitionKey, int]) -> bool:
+    """Whether a Kafka stream has committed exactly up to ``log_ends`` (every partition) with no
+    batch pending, so that a run would read nothing and need not start the stream. Offsets
+    beyond a log's end (a recreated topic) are not caught up: the stream must see them to fail.
+    """
+    filesystem, root = _filesystem(checkpoint)
+    offsets = committed_offsets(checkpoint)
+    if offsets is None or _pending_batch(filesystem, root):
+        return False
+    committed = from_offsets(offsets)
+    # A partition holding no record may be missing on either side.
+    return {tp: o for tp, o in committed.items() if o} == {tp: e for tp, e in log_ends.items() if e}
+
+
+def landing_caught_up(checkpoint: str, folder: str) -> bool:
+    """Whether a file stream has read every complete file in ``folder`` with no batch pending."""
+    filesystem, root = _filesystem(checkpoint)
+    if _pending_batch(filesystem, root):
+        return False
+    return landed_files(folder) <= files_read(checkpoint)
 
 
 def committed_offsets(checkpoint: str) -> Offsets | None:

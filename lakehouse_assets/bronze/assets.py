@@ -1,7 +1,7 @@
 """Bronze assets: one Delta table per Kafka topic and per landing-zone source, each filled by an
 availableNow stream, exactly once."""
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import dagster as dg
@@ -22,6 +22,7 @@ from lakehouse_assets.constants import (
     stream_name,
 )
 from resources import KafkaResource, LakeResource, SparkResource
+from resources.checkpoints import kafka_caught_up, landing_caught_up
 from resources.streaming import BatchTransform, DeltaBatchSink, StreamRun, run_available_now
 
 
@@ -29,21 +30,31 @@ def run_bronze_stream(
     context: dg.AssetExecutionContext,
     lake: LakeResource,
     table: str,
-    source: DataFrame,
+    source: Callable[[], DataFrame],
     transform: BatchTransform,
     partition_by: Sequence[str] = (),
+    caught_up: Callable[[str], bool] = lambda checkpoint: False,
 ) -> tuple[StreamRun, dict[str, Any]]:
     """Run ``source`` into ``bronze.<table>`` until caught up; returns the run and its metadata.
 
-    The table is created (empty) even when the source has no data yet, so downstream can read it.
+    When ``caught_up(checkpoint)`` says the checkpoint already holds everything the source has,
+    the stream is not started: a run that finds nothing new (as sensor runs often do) costs no
+    streaming query. The table is created (empty) even when the source has no data yet, so
+    downstream can read it.
     """
     stream = stream_name(BRONZE, table)
     checkpoint = lake.spark_path(CHECKPOINTS_DIR, stream)
     uri = lake.table_uri(BRONZE, table)
     sink = DeltaBatchSink(uri, lake.storage_options, stream, checkpoint, transform, partition_by)
-    run = run_available_now(source, sink)
-    if not lake.exists(BRONZE, table):
-        empty = source.sparkSession.createDataFrame([], source.schema)
+    exists = lake.exists(BRONZE, table)
+    if exists and caught_up(checkpoint):
+        context.log.info(f"{stream}: nothing new since its last batch; the stream was not started")
+        run = StreamRun()
+    else:
+        run = run_available_now(source(), sink)
+    if not exists and not lake.exists(BRONZE, table):
+        stream_df = source()
+        empty = stream_df.sparkSession.createDataFrame([], stream_df.schema)
         lake.append(BRONZE, table, transform(empty), partition_by)
     context.log.info(
         f"{stream}: {run.rows_written} rows in batches {run.batches_committed}; "
@@ -77,9 +88,14 @@ def kafka_bronze_asset(topic: str) -> dg.AssetsDefinition:
         lake: LakeResource,
     ) -> dg.MaterializeResult:
         log_ends = kafka.end_offsets([topic])  # fails fast, naming the servers, if unreachable
-        records = kafka.read_stream(spark.get_session(), [topic], group_id=stream)
         run, metadata = run_bronze_stream(
-            context, lake, topic, records, stamped_kafka_batch, [KAFKA_BRONZE_PARTITION]
+            context,
+            lake,
+            topic,
+            lambda: kafka.read_stream(spark.get_session(), [topic], group_id=stream),
+            stamped_kafka_batch,
+            [KAFKA_BRONZE_PARTITION],
+            caught_up=lambda checkpoint: kafka_caught_up(checkpoint, log_ends),
         )
         if run.end_offsets:
             kafka.commit_offsets(stream, run.end_offsets)
@@ -112,8 +128,15 @@ def landing_bronze_asset(source: str, columns: Sequence[str]) -> dg.AssetsDefini
     def _asset(
         context: dg.AssetExecutionContext, spark: SparkResource, lake: LakeResource
     ) -> dg.MaterializeResult:
-        rows = lake.read_csv_stream(spark.get_session(), [LANDING_DIR, source], columns)
-        _, metadata = run_bronze_stream(context, lake, source, rows, stamped_landing_batch)
+        folder = [LANDING_DIR, source]
+        _, metadata = run_bronze_stream(
+            context,
+            lake,
+            source,
+            lambda: lake.read_csv_stream(spark.get_session(), folder, columns),
+            stamped_landing_batch,
+            caught_up=lambda checkpoint: landing_caught_up(checkpoint, lake.path(*folder)),
+        )
         return dg.MaterializeResult(metadata=metadata)
 
     return _asset

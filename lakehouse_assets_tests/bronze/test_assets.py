@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
+from lakehouse_assets.bronze import assets as bronze_assets
 from lakehouse_assets.constants import BRONZE, TOPIC_BPM, stream_name
 from lakehouse_assets.devtools.broker import EmbeddedBroker, free_port
 from lakehouse_assets_tests.bronze.helpers import (
@@ -107,7 +108,7 @@ def test_a_topic_that_lost_records_fails_instead_of_skipping_them(
 
 
 def test_materialization_reports_rows_offsets_and_version(
-    broker: EmbeddedBroker, resources: dict[str, Any]
+    broker: EmbeddedBroker, resources: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     resources["kafka"].create_topic(TOPIC_BPM, partitions=2)
     produce(broker.bootstrap_servers, TOPIC_BPM, heart_rates(0, 600))
@@ -120,7 +121,17 @@ def test_materialization_reports_rows_offsets_and_version(
     assert first.metadata["delta_version"].value == 0  # one batch: the table's first commit
     assert first.metadata["table_uri"].value == resources["lake"].table_uri(BRONZE, TOPIC_BPM)
 
-    again = materialize_bpm(resources).asset_materializations_for_node("bronze__bpm")[0]
-    assert again.metadata["rows_written"].value == 0  # nothing new: no commit, same version
+    def no_stream(*args: Any) -> None:
+        raise AssertionError("a run with nothing new started the stream")
+
+    with monkeypatch.context() as patched:  # nothing new: no stream, no commit, same version
+        patched.setattr(bronze_assets, "run_available_now", no_stream)
+        again = materialize_bpm(resources).asset_materializations_for_node("bronze__bpm")[0]
+    assert again.metadata["rows_written"].value == 0
     assert again.metadata["delta_version"].value == 0
     assert again.metadata["dagster/row_count"].value == 600
+
+    produce(broker.bootstrap_servers, TOPIC_BPM, heart_rates(600, 1))  # one new record: a stream
+    third = materialize_bpm(resources).asset_materializations_for_node("bronze__bpm")[0]
+    assert third.metadata["rows_written"].value == 1
+    assert third.metadata["dagster/row_count"].value == 601
