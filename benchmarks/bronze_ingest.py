@@ -86,7 +86,7 @@ DEVICES = 1_000
 # Baseline choices: records per poll, and records buffered between two Delta commits.
 BASELINE_POLL_RECORDS = 50_000
 BASELINE_COMMIT_EVERY = 250_000
-# Same fetch sizes as the project's source (resources/kafka_source.read_range), so the
+# Same fetch sizes as the project's source (resources.kafka_source.read_range), so the
 # comparison measures the pipelines rather than Kafka client tuning.
 MAX_PARTITION_FETCH_BYTES = 8 * 1024 * 1024
 FETCH_MAX_BYTES = 64 * 1024 * 1024

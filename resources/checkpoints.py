@@ -13,7 +13,7 @@ from urllib.parse import unquote
 
 from pyarrow import fs
 
-from resources.kafka_source import Offsets, TopicPartitionKey, from_offsets
+from resources.kafka_client import Offsets, TopicPartitionKey, from_offsets
 
 
 def _filesystem(uri: str) -> tuple[fs.FileSystem, str]:

@@ -10,8 +10,7 @@ import dagster as dg
 from pydantic import Field
 from pyspark.sql import DataFrame, SparkSession
 
-from resources.kafka_source import (
-    KAFKA_SOURCE_FORMAT,
+from resources.kafka_client import (
     Offsets,
     TopicPartitionKey,
     broker_unreachable,
@@ -20,6 +19,7 @@ from resources.kafka_source import (
     log_end_offsets,
     new_consumer,
 )
+from resources.kafka_source import KAFKA_SOURCE_FORMAT
 
 
 class KafkaResource(dg.ConfigurableResource):

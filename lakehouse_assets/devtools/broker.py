@@ -2,7 +2,7 @@
 
 tansu keeps every record in memory, so the embedded broker is for local runs and tests only. It
 has one known defect: ListOffsets(latest) under-reports the log end offset when a producer
-batches records (see ``resources/kafka_source.py`` for how reads still reach the end).
+batches records (see ``resources/kafka_client.log_end_offsets`` for how reads still reach the end).
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from lakehouse_assets.constants import (
 )
 from resources import KafkaResource, LakeResource, SensorSettings, sensor_settings
 from resources.checkpoints import committed_offsets, files_read, landed_files
-from resources.kafka_source import TopicPartitionKey, from_offsets
+from resources.kafka_client import TopicPartitionKey, from_offsets
 
 STREAM_TAG = "lakehouse/stream"
 IN_PROGRESS = [

@@ -12,14 +12,8 @@ from pyspark.sql import SparkSession
 from lakehouse_assets.devtools.broker import EmbeddedBroker
 from lakehouse_assets_tests.conftest import produce
 from resources import KafkaResource
-from resources.kafka_source import (
-    KAFKA_SOURCE_FORMAT,
-    KafkaSourceError,
-    KafkaStreamReader,
-    from_offsets,
-    limit_positions,
-    to_offsets,
-)
+from resources.kafka_client import KafkaSourceError, from_offsets, to_offsets
+from resources.kafka_source import KAFKA_SOURCE_FORMAT, KafkaStreamReader, limit_positions
 
 
 def test_offsets_round_trip_through_the_checkpoint_shape() -> None:

@@ -25,7 +25,7 @@ from lakehouse_assets.sensors.streams import kafka_lag_sensor, landing_sensor
 from lakehouse_assets_tests.conftest import produce
 from resources import SensorSettings
 from resources.checkpoints import committed_offsets
-from resources.kafka_source import from_offsets
+from resources.kafka_client import from_offsets
 
 SETTINGS = SensorSettings(interval_s=30, lag_threshold=0, lag_max_wait_s=300)
 SENSORS = {topic: kafka_lag_sensor(topic, SETTINGS) for topic in (TOPIC_BPM, TOPIC_WORKOUT)}
