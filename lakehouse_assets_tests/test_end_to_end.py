@@ -18,7 +18,7 @@ from lakehouse_assets.definitions import defs
 from lakehouse_assets.devtools.broker import EmbeddedBroker
 from lakehouse_assets.silver.assets import PARSED_TABLES
 from lakehouse_assets_tests import fitness_oracle as oracle
-from resources import CalendarResource
+from resources import CalendarResource, LakeResource
 
 pytestmark = pytest.mark.local_spark  # also on a local Spark application
 
@@ -32,37 +32,46 @@ CENT = 0.0051
 
 
 def gold(spark: SparkSession, resources: dict[str, Any], table: str) -> list[dict[str, Any]]:
-    rows = [row.asDict() for row in resources["lake"].read(spark, GOLD, table).collect()]
-    return sorted(rows, key=lambda row: sorted((k, str(v)) for k, v in row.items()))
+    return [row.asDict() for row in resources["lake"].read(spark, GOLD, table).collect()]
 
 
 def ordered(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda row: sorted((k, str(v)) for k, v in row.items()))
 
 
-def assert_gold_matches(
-    spark: SparkSession, resources: dict[str, Any], batches: list[sample_data.SampleData]
+def assert_reports_match(
+    bpm_summary: list[dict[str, Any]],
+    gym_summary: list[dict[str, Any]],
+    lake: LakeResource,
+    batches: list[sample_data.SampleData],
 ) -> None:
+    """Both gold reports' rows and the quarantine counts equal the oracle's for ``batches``."""
     expected = ordered(oracle.workout_bpm_summary(batches, AS_OF))
-    actual = gold(spark, resources, BPM_SUMMARY)
+    actual = ordered(bpm_summary)
     assert len(actual) == len(expected) > 0
     for got, want in zip(actual, expected, strict=True):
         assert got == {**want, "avg_bpm": pytest.approx(want["avg_bpm"], rel=1e-9)}
 
     expected = ordered(oracle.gym_summary(batches))
-    actual = gold(spark, resources, GYM_SUMMARY)
+    actual = ordered(gym_summary)
     assert len(actual) == len(expected) > 0
     for got, want in zip(actual, expected, strict=True):
         for minutes in ("minutes_in_gym", "minutes_exercising"):
             want = {**want, minutes: pytest.approx(want[minutes], abs=CENT)}
         assert got == want
 
-    lake = resources["lake"]
     quarantined = {
         spec.source: lake.row_count(SILVER, spec.source + QUARANTINE_SUFFIX)
         for spec in PARSED_TABLES
     }
     assert quarantined == oracle.quarantine_counts(batches)
+
+
+def assert_gold_matches(
+    spark: SparkSession, resources: dict[str, Any], batches: list[sample_data.SampleData]
+) -> None:
+    bpm_summary, gym_summary = (gold(spark, resources, t) for t in (BPM_SUMMARY, GYM_SUMMARY))
+    assert_reports_match(bpm_summary, gym_summary, resources["lake"], batches)
 
 
 def test_generated_events_reach_gold_exactly_as_computed_by_hand(

@@ -1,0 +1,51 @@
+"""The main job once on a Spark standalone cluster (a master and two workers started from the
+pyspark wheel, a Connect server whose executors run on them): gold equals the oracle's."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+from urllib.request import urlopen
+
+from deltalake import DeltaTable
+
+from lakehouse_assets import sample_data
+from lakehouse_assets.constants import GOLD, GYM_SUMMARY, WORKOUT_BPM_SUMMARY
+from lakehouse_assets.devtools.spark_server import SparkConnectServer
+from lakehouse_assets.devtools.standalone import standalone_cluster
+from lakehouse_assets_tests.test_end_to_end import AS_OF, assert_reports_match
+from resources import LakeResource
+
+BIN = Path(sys.executable).parent
+USERS, DAYS = 4, 2  # the demo's sample: generate(users, days) with its default first day and seed
+EXECUTORS = {"spark.executor.memory": "1g", "spark.executor.cores": "1", "spark.cores.max": "2"}
+
+
+def gold(lake: LakeResource, table: str) -> list[dict[str, Any]]:
+    return DeltaTable(lake.table_uri(GOLD, table)).to_pyarrow_table().to_pylist()
+
+
+def test_the_demo_on_a_standalone_cluster_reaches_the_oracles_gold(tmp_path: Path) -> None:
+    lake = LakeResource(root=str(tmp_path / "lake"))
+    with (
+        standalone_cluster(workers=2) as master,
+        SparkConnectServer(master=master.url, conf=EXECUTORS) as server,
+    ):
+        env = {k: v for k, v in os.environ.items() if k != "KAFKA_BOOTSTRAP_SERVERS"}
+        env |= {"LAKEHOUSE_ROOT": lake.root, "SPARK_REMOTE": server.url}
+        env |= {"LAKEHOUSE_AS_OF_DATE": AS_OF.isoformat()}
+        command = [str(BIN / "lakehouse"), "demo", "--users", str(USERS), "--days", str(DAYS)]
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+        with urlopen(master.status_url) as response:
+            status = json.load(response)
+    apps = [app for app in status["activeapps"] if app["name"] == "lakehouse-connect"]
+    assert [app["cores"] for app in apps] == [2]  # one executor on each worker
+    assert sorted(worker["coresused"] for worker in status["workers"]) == [1, 1]
+
+    batches = [sample_data.generate(USERS, DAYS)]
+    assert_reports_match(gold(lake, WORKOUT_BPM_SUMMARY), gold(lake, GYM_SUMMARY), lake, batches)
