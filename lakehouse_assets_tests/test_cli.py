@@ -11,9 +11,9 @@ from datetime import date
 from pathlib import Path
 
 from lakehouse_assets import sample_data
-from lakehouse_assets.constants import BRONZE, GOLD, KAFKA_TOPICS, WORKOUT_BPM_SUMMARY
+from lakehouse_assets.constants import BRONZE, GYM_SUMMARY, KAFKA_TOPICS, WORKOUT_BPM_SUMMARY
 from lakehouse_assets.devtools.broker import EmbeddedBroker
-from lakehouse_assets_tests import fitness_oracle as oracle
+from lakehouse_assets_tests.test_end_to_end import AS_OF, assert_reports_match, gold_rows
 from resources import LakeResource
 
 REPO_ROOT = Path(__file__).parents[1]
@@ -49,31 +49,32 @@ def test_demo_on_the_embedded_broker_prints_every_bronze_table(tmp_path: Path) -
     assert LakeResource(root=str(lake_root)).row_count(BRONZE, "bpm") == expected["bpm"]
 
 
-def test_dagster_cli_materializes_the_whole_graph_against_the_given_broker(
+def test_dagster_cli_materializes_the_whole_graph_from_any_year_against_the_given_broker(
     tmp_path: Path,
 ) -> None:
-    sample = sample_data.generate(users=2, days=1, seed=3)
+    day = date(2023, 3, 14)  # before the default first gold day: LAKEHOUSE_GOLD_START_DATE opens it
+    sample = sample_data.generate(users=2, days=1, first_day=day, seed=3)
     sample_data.write_landing(tmp_path, sample.files)
-    as_of = "2026-11-21"
     materialize = [str(BIN / "dagster"), "asset", "materialize", "-m", DEFINITIONS, "--select"]
     with EmbeddedBroker() as broker:
         sample_data.produce(broker.bootstrap_servers, sample.messages)
         env = {
             "KAFKA_BOOTSTRAP_SERVERS": broker.bootstrap_servers,
             "LAKEHOUSE_ROOT": str(tmp_path),
-            "LAKEHOUSE_AS_OF_DATE": as_of,
+            "LAKEHOUSE_AS_OF_DATE": AS_OF.isoformat(),
+            "LAKEHOUSE_GOLD_START_DATE": "2023-03-01",
         }
         refresh = run([*materialize, "group:bronze or group:silver"], env)
         assert refresh.returncode == 0, refresh.stderr[-3000:]
-        day = "2026-11-01"
-        gold = run([*materialize, "group:gold", "--partition-range", f"{day}...{day}"], env)
+        days = f"{day.isoformat()}...{day.isoformat()}"
+        gold = run([*materialize, "group:gold", "--partition-range", days], env)
         assert gold.returncode == 0, gold.stderr[-3000:]
     lake = LakeResource(root=str(tmp_path))
     expected = Counter(m.topic for m in sample.messages)
     assert {t: lake.row_count(BRONZE, t) for t in KAFKA_TOPICS} == dict(expected)
-    on_day = [r for r in oracle.workout_bpm_summary([sample], date.fromisoformat(as_of))
-              if r["date"] == date.fromisoformat(day)]  # fmt: skip
-    assert lake.row_count(GOLD, WORKOUT_BPM_SUMMARY) == len(on_day) > 0
+    # The sample's one day is the whole of gold: every row as the oracle computes it.
+    reports = [gold_rows(lake, table) for table in (WORKOUT_BPM_SUMMARY, GYM_SUMMARY)]
+    assert_reports_match(*reports, lake, [sample])
 
 
 def test_broker_command_stops_its_broker_on_sigterm() -> None:

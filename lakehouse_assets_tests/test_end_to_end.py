@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from deltalake import DeltaTable
 from pyspark.sql import SparkSession
 
 from lakehouse_assets import sample_data
@@ -33,6 +34,11 @@ CENT = 0.0051
 
 def gold(spark: SparkSession, resources: dict[str, Any], table: str) -> list[dict[str, Any]]:
     return [row.asDict() for row in resources["lake"].read(spark, GOLD, table).collect()]
+
+
+def gold_rows(lake: LakeResource, table: str) -> list[dict[str, Any]]:
+    """A gold table's rows, read with delta-rs (no Spark session needed)."""
+    return DeltaTable(lake.table_uri(GOLD, table)).to_pyarrow_table().to_pylist()
 
 
 def ordered(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

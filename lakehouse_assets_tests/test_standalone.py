@@ -8,25 +8,18 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 from urllib.request import urlopen
 
-from deltalake import DeltaTable
-
 from lakehouse_assets import sample_data
-from lakehouse_assets.constants import GOLD, GYM_SUMMARY, WORKOUT_BPM_SUMMARY
+from lakehouse_assets.constants import GYM_SUMMARY, WORKOUT_BPM_SUMMARY
 from lakehouse_assets.devtools.spark_server import SparkConnectServer
 from lakehouse_assets.devtools.standalone import standalone_cluster
-from lakehouse_assets_tests.test_end_to_end import AS_OF, assert_reports_match
+from lakehouse_assets_tests.test_end_to_end import AS_OF, assert_reports_match, gold_rows
 from resources import LakeResource
 
 BIN = Path(sys.executable).parent
 USERS, DAYS = 4, 2  # the demo's sample: generate(users, days) with its default first day and seed
 EXECUTORS = {"spark.executor.memory": "1g", "spark.executor.cores": "1", "spark.cores.max": "2"}
-
-
-def gold(lake: LakeResource, table: str) -> list[dict[str, Any]]:
-    return DeltaTable(lake.table_uri(GOLD, table)).to_pyarrow_table().to_pylist()
 
 
 def test_the_demo_on_a_standalone_cluster_reaches_the_oracles_gold(tmp_path: Path) -> None:
@@ -48,4 +41,6 @@ def test_the_demo_on_a_standalone_cluster_reaches_the_oracles_gold(tmp_path: Pat
     assert sorted(worker["coresused"] for worker in status["workers"]) == [1, 1]
 
     batches = [sample_data.generate(USERS, DAYS)]
-    assert_reports_match(gold(lake, WORKOUT_BPM_SUMMARY), gold(lake, GYM_SUMMARY), lake, batches)
+    assert_reports_match(
+        gold_rows(lake, WORKOUT_BPM_SUMMARY), gold_rows(lake, GYM_SUMMARY), lake, batches
+    )
