@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import functools
 import statistics
 import sys
 import tempfile
@@ -44,15 +43,12 @@ if str(REPO_ROOT) not in sys.path:
 import dagster as dg  # noqa: E402
 
 from lakehouse_assets import sample_data  # noqa: E402
-from lakehouse_assets.cli import step_seconds  # noqa: E402
-from lakehouse_assets.constants import BRONZE, GOLD, SILVER  # noqa: E402
-from lakehouse_assets.definitions import all_assets  # noqa: E402
+from lakehouse_assets.cli import materialize_graph, step_seconds  # noqa: E402
 from lakehouse_assets.devtools.broker import EmbeddedBroker  # noqa: E402
 from lakehouse_assets.devtools.spark_server import SparkConnectServer  # noqa: E402
 from resources import ENV_SPARK_REMOTE, build_resources  # noqa: E402
 
 FIRST_DAY = date(2026, 1, 1)
-QUIET = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
 
 
 @dataclass
@@ -78,18 +74,7 @@ class Lake:
 
     def materialize(self, instance: dg.DagsterInstance) -> dict[str, float]:
         """Bronze and silver, then gold for the days just added; each step's seconds."""
-        run = functools.partial(
-            dg.materialize, all_assets, instance=instance, resources=self.resources,
-            run_config=QUIET,
-        )  # fmt: skip
-        tags = {
-            "dagster/asset_partition_range_start": self.days[0].isoformat(),
-            "dagster/asset_partition_range_end": self.days[1].isoformat(),
-        }
-        results = [
-            run(selection=dg.AssetSelection.groups(BRONZE, SILVER)),
-            run(selection=dg.AssetSelection.groups(GOLD), tags=tags),
-        ]
+        results = materialize_graph(self.resources, self.days, instance)
         if not all(result.success for result in results):
             raise SystemExit(f"A run on the {self.history}-day lake failed")
         return {step: s for result in results for step, s in step_seconds(result).items()}

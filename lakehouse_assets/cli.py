@@ -101,20 +101,25 @@ def demo(users: int, days: int) -> None:
         resources["spark"].get_session().stop()  # releases the session while the server runs
 
 
-def materialize_graph(resources: dict[str, Any]) -> list[dg.ExecuteInProcessResult]:
-    """Bronze and silver in one run, then gold for every day silver holds, in one run."""
+def materialize_graph(
+    resources: dict[str, Any],
+    days: tuple[date, date] | None = None,
+    instance: dg.DagsterInstance | None = None,
+) -> list[dg.ExecuteInProcessResult]:
+    """Bronze and silver in one run, then gold for ``days`` (first, last; by default every day
+    silver holds) in one run."""
     import dagster as dg
 
     from lakehouse_assets.constants import BRONZE, GOLD, SILVER
     from lakehouse_assets.definitions import all_assets
 
-    instance = dg.DagsterInstance.ephemeral()
+    instance = instance or dg.DagsterInstance.ephemeral()
     logging = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
     run = functools.partial(
         dg.materialize, all_assets, instance=instance, resources=resources, run_config=logging
     )
     results = [run(selection=dg.AssetSelection.groups(BRONZE, SILVER))]
-    days = silver_days(resources)
+    days = days or silver_days(resources)
     if days:
         tags = {
             "dagster/asset_partition_range_start": days[0].isoformat(),

@@ -38,11 +38,22 @@ def _read_lines(filesystem: fs.FileSystem, path: str) -> list[str]:
         return stream.read().decode().splitlines()
 
 
-def _pending_batch(filesystem: fs.FileSystem, root: str) -> bool:
+def _batches(filesystem: fs.FileSystem, root: str) -> tuple[dict[int, str], dict[int, str]]:
+    """The checkpoint's planned batches (their offsets files) and its committed ones."""
+    return _log_entries(filesystem, f"{root}/offsets"), _log_entries(filesystem, f"{root}/commits")
+
+
+def _pending(planned: dict[int, str], committed: dict[int, str]) -> bool:
     """Whether a batch was planned (its offsets written) but not committed: a crash mid-batch."""
-    planned = _log_entries(filesystem, f"{root}/offsets")
-    committed = _log_entries(filesystem, f"{root}/commits")
     return max(planned, default=-1) > max(committed, default=-1)
+
+
+def _offsets(filesystem: fs.FileSystem, path: str) -> Offsets:
+    """The source offsets of an offsets file: a version line, the batch metadata, then one line
+    per source."""
+    lines = _read_lines(filesystem, path)
+    source = lines[2] if len(lines) > 2 else "{}"
+    return json.loads(source) if source.strip() not in ("", "-") else {}
 
 
 def kafka_caught_up(checkpoint: str, log_ends: Mapping[TopicPartitionKey, int]) -> bool:
@@ -51,35 +62,27 @@ def kafka_caught_up(checkpoint: str, log_ends: Mapping[TopicPartitionKey, int]) 
     beyond a log's end (a recreated topic) are not caught up: the stream must see them to fail.
     """
     filesystem, root = _filesystem(checkpoint)
-    offsets = committed_offsets(checkpoint)
-    if offsets is None or _pending_batch(filesystem, root):
+    planned, committed = _batches(filesystem, root)
+    if not committed or _pending(planned, committed):
         return False
-    committed = from_offsets(offsets)
+    offsets = from_offsets(_offsets(filesystem, planned[max(committed)]))
     # A partition holding no record may be missing on either side.
-    return {tp: o for tp, o in committed.items() if o} == {tp: e for tp, e in log_ends.items() if e}
+    return {tp: o for tp, o in offsets.items() if o} == {tp: e for tp, e in log_ends.items() if e}
 
 
 def landing_caught_up(checkpoint: str, folder: str) -> bool:
     """Whether a file stream has read every complete file in ``folder`` with no batch pending."""
     filesystem, root = _filesystem(checkpoint)
-    if _pending_batch(filesystem, root):
+    if _pending(*_batches(filesystem, root)):
         return False
     return landed_files(folder) <= files_read(checkpoint)
 
 
 def committed_offsets(checkpoint: str) -> Offsets | None:
-    """The source offsets of the last batch the stream committed (None: no batch yet).
-
-    An offsets file holds a version line, the batch metadata, then one line per source.
-    """
+    """The source offsets of the last batch the stream committed (None: no batch yet)."""
     filesystem, root = _filesystem(checkpoint)
-    commits = _log_entries(filesystem, f"{root}/commits")
-    if not commits:
-        return None
-    offsets = _log_entries(filesystem, f"{root}/offsets")
-    lines = _read_lines(filesystem, offsets[max(commits)])
-    source = lines[2] if len(lines) > 2 else "{}"
-    return json.loads(source) if source.strip() not in ("", "-") else {}
+    planned, committed = _batches(filesystem, root)
+    return _offsets(filesystem, planned[max(committed)]) if committed else None
 
 
 def files_read(checkpoint: str) -> set[str]:

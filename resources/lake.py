@@ -16,7 +16,7 @@ from pydantic import Field
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from resources import delta
+from resources import delta, delta_merge
 from resources.delta import Markers, PartitionFilters
 from resources.delta_files import hadoop_uri
 
@@ -227,8 +227,8 @@ class LakeResource(dg.ConfigurableResource):
         delete_flag: str | None = None,
         partition_by: Sequence[str] = (),
     ) -> int:
-        """Upsert ``source`` (a batch's changes) by ``keys``; see ``resources.delta.merge``."""
-        return delta.merge(
+        """Upsert ``source`` (a batch's changes) by ``keys``; see ``resources.delta_merge``."""
+        return delta_merge.merge(
             source,
             self.table_uri(layer, table),
             keys,

@@ -8,7 +8,6 @@ again and the markers keep every table from taking them twice.
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 
 import dagster as dg
@@ -18,8 +17,6 @@ from pyspark.sql import functions as F
 from lakehouse_assets.constants import (
     BRONZE,
     COMPLETED_WORKOUTS,
-    DATE,
-    DATED_BY,
     GYM_LOGS,
     HEART_RATE,
     LANDING_GYM_LOGINS,
@@ -38,6 +35,7 @@ from lakehouse_assets.constants import (
 )
 from lakehouse_assets.partitions import silver_automation
 from lakehouse_assets.silver import transforms
+from lakehouse_assets.silver.layout import dated, days_of, layout, read_days
 from lakehouse_assets.silver.validation import csv_quarantine, kafka_quarantine, valid
 from resources import CalendarResource, LakeResource, SparkResource
 from resources.lake import Markers
@@ -79,30 +77,6 @@ class ParsedTable:
     @property
     def quarantine_table(self) -> str:
         return f"{self.source}{QUARANTINE_SUFFIX}"
-
-
-def layout(table: str) -> list[str]:
-    """The partition columns of ``silver.<table>``."""
-    return [DATE] if table in DATED_BY else []
-
-
-def dated(table: str, rows: DataFrame) -> DataFrame:
-    """``rows`` of ``silver.<table>`` with the partition column, if the table has one."""
-    column = DATED_BY.get(table)
-    return rows.withColumn(DATE, F.to_date(column)) if column else rows
-
-
-def days_of(rows: DataFrame, before: int = 0, after: int = 0) -> list[str]:
-    """The days of ``rows``' ``date`` column, each with ``before`` days before it and ``after``
-    days after it (ISO dates, for partition filters). Collects one value per day."""
-    days = {row[0] for row in rows.select(DATE).distinct().collect() if row[0] is not None}
-    spread = {day + timedelta(days=shift) for day in days for shift in range(-before, after + 1)}
-    return sorted(day.isoformat() for day in spread)
-
-
-def read_days(lake: LakeResource, spark: SparkSession, table: str, days: list[str]) -> DataFrame:
-    """The rows of ``silver.<table>`` on ``days`` (read from those partitions' files only)."""
-    return lake.read(spark, SILVER, table, partitions=[(DATE, "in", days)])
 
 
 def _write_quarantine(

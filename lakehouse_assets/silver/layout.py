@@ -1,0 +1,36 @@
+"""How the silver tables that grow with time are laid out (partitioned by ``date``, the UTC date
+of one of their columns: ``constants.DATED_BY``) and read by days."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from lakehouse_assets.constants import DATE, DATED_BY, SILVER
+from resources import LakeResource
+
+
+def layout(table: str) -> list[str]:
+    """The partition columns of ``silver.<table>``."""
+    return [DATE] if table in DATED_BY else []
+
+
+def dated(table: str, rows: DataFrame) -> DataFrame:
+    """``rows`` of ``silver.<table>`` with the partition column, if the table has one."""
+    column = DATED_BY.get(table)
+    return rows.withColumn(DATE, F.to_date(column)) if column else rows
+
+
+def days_of(rows: DataFrame, before: int = 0, after: int = 0) -> list[str]:
+    """The days of ``rows``' ``date`` column, each with ``before`` days before it and ``after``
+    days after it (ISO dates, for partition filters). Collects one value per day."""
+    days = {row[0] for row in rows.select(DATE).distinct().collect() if row[0] is not None}
+    spread = {day + timedelta(days=shift) for day in days for shift in range(-before, after + 1)}
+    return sorted(day.isoformat() for day in spread)
+
+
+def read_days(lake: LakeResource, spark: SparkSession, table: str, days: list[str]) -> DataFrame:
+    """The rows of ``silver.<table>`` on ``days`` (read from those partitions' files only)."""
+    return lake.read(spark, SILVER, table, partitions=[(DATE, "in", days)])
