@@ -49,12 +49,18 @@ SILVER_ASSET: dict[str, Any] = {
 }
 
 
+def consumer_app_id(table: str, upstream: tuple[str, str]) -> str:
+    """The transaction app id under which ``silver.<table>`` records the version of ``upstream``
+    (layer, table) it has consumed."""
+    return f"{SILVER}.{table}<-{'.'.join(upstream)}"
+
+
 def read_changes(
     lake: LakeResource, spark: SparkSession, table: str, upstream: tuple[str, str]
 ) -> tuple[DataFrame, Markers, bool]:
     """The changes of ``upstream`` that ``silver.<table>`` has not consumed yet, the marker to
     commit with them, and whether there are any (False: the table is up to date)."""
-    app_id = f"{SILVER}.{table}<-{'.'.join(upstream)}"
+    app_id = consumer_app_id(table, upstream)
     consumed = lake.committed_version(SILVER, table, app_id)
     changes, version = lake.changes_since(spark, *upstream, consumed)
     return changes, {app_id: version}, version != consumed
@@ -222,7 +228,7 @@ def workout_bpm(spark: SparkResource, lake: LakeResource) -> dg.MaterializeResul
         lake, session, WORKOUT_BPM, (SILVER, HEART_RATE)
     )
     # Of the users' changes only a new device matters (re-registering the same device does not).
-    devices_app = f"{SILVER}.{WORKOUT_BPM}<-{SILVER}.{USERS}"
+    devices_app = consumer_app_id(WORKOUT_BPM, (SILVER, USERS))
     consumed = lake.committed_version(SILVER, WORKOUT_BPM, devices_app)
     new_devices, users_version = lake.new_values(
         session, SILVER, USERS, consumed, ["user_id", "device_id"]
@@ -257,7 +263,7 @@ def user_bins(
     bins move with the as-of date even when no profile changes."""
     session = spark.get_session()
     as_of = calendar.today()
-    app_id = f"{SILVER}.{USER_BINS}<-{SILVER}.{USER_PROFILE}@{as_of.isoformat()}"
+    app_id = f"{consumer_app_id(USER_BINS, (SILVER, USER_PROFILE))}@{as_of.isoformat()}"
     markers = {app_id: lake.version(SILVER, USER_PROFILE) or 0}
     if not lake.holds(SILVER, USER_BINS, markers):
         profiles = lake.read(session, SILVER, USER_PROFILE)
