@@ -270,15 +270,20 @@ def to_arrow(records: list[Any]) -> Any:
     """Polled Kafka records as a pyarrow table with the bronze Kafka columns."""
     import pyarrow as pa
 
+    headers = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
     return pa.table(
         {
+            "key": pa.array([r.key for r in records], pa.binary()),
+            "value": pa.array([r.value for r in records], pa.binary()),
             "topic": pa.array([r.topic for r in records], pa.string()),
             "partition": pa.array([r.partition for r in records], pa.int32()),
             "offset": pa.array([r.offset for r in records], pa.int64()),
-            "key": pa.array([r.key for r in records], pa.binary()).cast(pa.string()),
-            "value": pa.array([r.value for r in records], pa.binary()).cast(pa.string()),
             "timestamp": pa.array([r.timestamp * 1000 for r in records], pa.int64()).cast(
                 pa.timestamp("us", tz="UTC")
+            ),
+            "timestampType": pa.array([r.timestamp_type for r in records], pa.int32()),
+            "headers": pa.array(
+                [[{"key": k, "value": v} for k, v in r.headers or ()] for r in records], headers
             ),
         }
     )

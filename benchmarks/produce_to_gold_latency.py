@@ -63,7 +63,7 @@ def background_readings(servers: str, stop: threading.Event) -> None:
     producer = KafkaProducer(bootstrap_servers=servers, linger_ms=20)
     while not stop.is_set():
         message = reading(2002, int(time.time()), 70.0)
-        producer.send(message.topic, key=b"2002", value=message.value.encode())
+        producer.send(message.topic, key=b"2002", value=str(message.value).encode())
         stop.wait(0.2)
     producer.close()
 

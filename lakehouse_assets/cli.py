@@ -222,6 +222,25 @@ def produce_sample(users: int, days: int) -> None:
     print(f"Produced into {servers}: {counts}")
 
 
+def migrate() -> None:
+    """Upgrade the lake's tables written by earlier versions (see
+    ``lakehouse_assets.migrations``), on the configured lake and Spark."""
+    from lakehouse_assets import migrations
+    from resources import build_resources
+
+    resources = build_resources()
+    lake = resources["lake"]
+    upgrades = migrations.pending(lake)
+    if not upgrades:
+        print(f"Every table of the lake at {lake.root_uri} is in this version's layout.")
+        return
+    spark = resources["spark"].get_session()
+    for upgrade in upgrades:
+        version = migrations.migrate(spark, lake, upgrade)
+        rows = lake.row_count(upgrade.layer, upgrade.table)
+        print(f"{upgrade.layer}.{upgrade.table}: {upgrade.change} ({rows} rows, version {version})")
+
+
 def spark_archive() -> None:
     """Write the Spark driver's class archive (see ``lakehouse_assets.devtools.jvm_archive``)."""
     from lakehouse_assets.devtools.jvm_archive import write_archive
@@ -252,6 +271,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     run_dev = commands.add_parser("dev", help="`dagster dev` on a Spark Connect server")
     run_dev.add_argument("--port", type=int, default=3000, help="the UI's port (default 3000)")
     commands.add_parser(
+        "migrate", help="upgrade the lake's tables written by earlier versions of the lakehouse"
+    )
+    commands.add_parser(
         "spark-archive", help="write the class archive that makes Spark's driver start sooner"
     )
     args = parser.parse_args(argv)
@@ -262,6 +284,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             produce_sample(args.users, args.days)
         elif args.command == "spark-archive":
             spark_archive()
+        elif args.command == "migrate":
+            migrate()
         elif args.command == "spark-server":
             server = SparkConnectServer(args.port, args.host, args.master, keep_log=True)
             serve(server, ENV_SPARK_REMOTE)

@@ -53,8 +53,9 @@ class Message:
     """One Kafka record to produce."""
 
     topic: str
-    key: str | None
-    value: str
+    key: str | bytes | None
+    value: str | bytes | None  # text is sent as UTF-8
+    headers: tuple[tuple[str, bytes], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -452,16 +453,29 @@ def write_landing(root: str | Path, files: list[LandingFile]) -> None:
         os.replace(temporary, folder / landing_file.name)
 
 
+MAX_RECORD = 8 * 1024 * 1024  # bytes; as the Kafka source's fetch size
+
+
+def _encoded(text: str | bytes | None) -> bytes | None:
+    return text.encode() if isinstance(text, str) else text
+
+
 def produce(bootstrap_servers: str, messages: list[Message]) -> dict[str, int]:
     """Send ``messages`` with normal producer batching; returns the count per topic."""
     from kafka import KafkaProducer
 
-    producer = KafkaProducer(bootstrap_servers=bootstrap_servers.split(","), linger_ms=20)
+    producer = KafkaProducer(
+        bootstrap_servers=bootstrap_servers.split(","), linger_ms=20, max_request_size=MAX_RECORD
+    )
     counts: dict[str, int] = {}
     try:
         for message in messages:
-            key = None if message.key is None else message.key.encode()
-            producer.send(message.topic, key=key, value=message.value.encode())
+            producer.send(
+                message.topic,
+                key=_encoded(message.key),
+                value=_encoded(message.value),
+                headers=list(message.headers),
+            )
             counts[message.topic] = counts.get(message.topic, 0) + 1
         producer.flush()
     finally:

@@ -116,8 +116,15 @@ def _json_field_reason(record: dict[str, Any], field: str, kind: str | tuple[str
     return "" if valid else f"wrong type {field}"
 
 
-def kafka_reason(topic: str, value: str) -> str | None:
+def kafka_reason(topic: str, value: str | bytes | None) -> str | None:
     """Why a Kafka value of ``topic`` is quarantined, or None when it is accepted."""
+    if isinstance(value, bytes):
+        try:
+            value = value.decode("utf-8")
+        except UnicodeDecodeError:
+            return "not utf-8"
+    if value is None:
+        return "malformed json"
     try:
         record = _json(value)
     except ValueError:

@@ -182,6 +182,23 @@ def replace_partitions(
     )  # fmt: skip
 
 
+def rewrite(
+    frame: DataFrame,
+    uri: str,
+    partition_by: Sequence[str],
+    options: Options | None = None,
+    metadata: Mapping[str, Any] | None = None,
+) -> int:
+    """Replace the whole table with ``frame``, the same rows in a new layout (its schema becomes
+    ``frame``'s), in one commit whose files are no data change: readers of the change data feed
+    see nothing new, and transaction markers are kept. Returns the new version."""
+    actions = write_files(frame, uri, partition_by, data_change=False)
+    return _commit(
+        frame, uri, options, actions, mode="overwrite", partition_by=partition_by,
+        metadata=metadata,
+    )  # fmt: skip
+
+
 def _commit(
     frame: DataFrame,
     uri: str,

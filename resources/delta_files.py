@@ -50,9 +50,12 @@ def hadoop_uri(uri: str) -> str:
     return "s3a://" + uri[len("s3://") :] if uri.startswith("s3://") else uri
 
 
-def write_files(frame: DataFrame, table_uri: str, partition_by: Sequence[str]) -> list[AddAction]:
+def write_files(
+    frame: DataFrame, table_uri: str, partition_by: Sequence[str], data_change: bool = True
+) -> list[AddAction]:
     """Write ``frame`` as Parquet files of the table at ``table_uri`` (by its executors) and return
     the actions that add them. Nothing is committed: until then the files are not in the table.
+    ``data_change=False`` marks files that hold rows the table already had (a rewrite).
     """
     stage = f"{STAGING_PREFIX}{uuid.uuid4().hex}"
     writer = frame.write.mode("error")
@@ -60,7 +63,9 @@ def write_files(frame: DataFrame, table_uri: str, partition_by: Sequence[str]) -
         writer = writer.partitionBy(*partition_by)
     writer.parquet(hadoop_uri(f"{table_uri}/{stage}"))
     table = Location.of(table_uri)
-    actions = [_add_action(table, stage, relative) for relative in _data_files(table, stage)]
+    actions = [
+        _add_action(table, stage, relative, data_change) for relative in _data_files(table, stage)
+    ]
     table.filesystem.delete_dir(f"{table.path}/{stage}")  # only Spark's markers are left
     return actions
 
@@ -76,7 +81,7 @@ def _data_files(table: Location, stage: str) -> Iterator[str]:
             yield relative
 
 
-def _add_action(table: Location, stage: str, relative: str) -> AddAction:
+def _add_action(table: Location, stage: str, relative: str, data_change: bool) -> AddAction:
     """Move one staged file to its partition folder; the action that adds it."""
     target = f"{table.path}/{relative}"
     table.filesystem.create_dir(target.rsplit("/", 1)[0], recursive=True)
@@ -89,7 +94,7 @@ def _add_action(table: Location, stage: str, relative: str) -> AddAction:
         size=size,
         partition_values=partition_values(relative),
         modification_time=int(time.time() * 1000),
-        data_change=True,
+        data_change=data_change,
         stats=json.dumps(file_statistics(footer)),
     )
 

@@ -21,6 +21,7 @@ from lakehouse_assets.constants import (
     asset_key,
     stream_name,
 )
+from lakehouse_assets.migrations import require_current
 from resources import KafkaResource, LakeResource, SparkResource
 from resources.checkpoints import kafka_caught_up, landing_caught_up
 from resources.streaming import BatchTransform, DeltaBatchSink, StreamRun, run_available_now
@@ -41,7 +42,11 @@ def run_bronze_stream(
     the stream is not started: a run that finds nothing new (as sensor runs often do) costs no
     streaming query. The table is created (empty) even when the source has no data yet, so
     downstream can read it.
+
+    Raises:
+        OutdatedTableError: the table is in an earlier version's layout (``lakehouse migrate``).
     """
+    require_current(lake, BRONZE, table)
     stream = stream_name(BRONZE, table)
     checkpoint = lake.spark_path(CHECKPOINTS_DIR, stream)
     uri = lake.table_uri(BRONZE, table)
@@ -78,8 +83,9 @@ def kafka_bronze_asset(topic: str) -> dg.AssetsDefinition:
         group_name=BRONZE,
         kinds={"spark", "delta", "kafka"},
         pool=stream,
-        description=f"Raw records of the Kafka topic `{topic}`, each exactly once, partitioned "
-        f"by the UTC date of the Kafka timestamp. Stream and consumer group: `{stream}`.",
+        description=f"Records of the Kafka topic `{topic}` as delivered (key, value and headers "
+        "as bytes, coordinates, timestamp), each exactly once, partitioned by the UTC date of the "
+        f"Kafka timestamp. Stream and consumer group: `{stream}`.",
     )
     def _asset(
         context: dg.AssetExecutionContext,

@@ -33,6 +33,7 @@ from lakehouse_assets.constants import (
     WORKOUTS,
     asset_key,
 )
+from lakehouse_assets.migrations import require_current
 from lakehouse_assets.partitions import silver_automation
 from lakehouse_assets.silver import transforms
 from lakehouse_assets.silver.layout import dated, days_of, layout, read_days
@@ -90,6 +91,7 @@ def _write_quarantine(
 ) -> int:
     if lake.holds(SILVER, spec.quarantine_table, markers):
         return 0
+    require_current(lake, SILVER, spec.quarantine_table)
     rejected = spec.quarantine(parsed).cache()
     count = rejected.count()
     if count or not lake.exists(SILVER, spec.quarantine_table):
@@ -132,7 +134,8 @@ def parsed_table_asset(spec: ParsedTable) -> dg.AssetsDefinition:
                 group_name=SILVER,
                 kinds=SILVER_KINDS,
                 automation_condition=silver_automation,
-                description=f"Rejected `{spec.source}` records: raw value, reason, coordinates.",
+                description=f"Rejected `{spec.source}` records: original bytes (`raw`) and their "
+                "readable text (`raw_text`), reason, coordinates.",
             ),
         ],
     )

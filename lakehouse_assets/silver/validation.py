@@ -15,7 +15,10 @@ from pyspark.sql import functions as F
 
 Kind = Literal["integer", "number", "string"]
 REASON = "reason"
-QUARANTINE_COLUMNS = ("source", "partition", "offset", "raw", REASON, "ingested_at")
+# A rejected record keeps its original bytes (``raw``) and a readable rendering (``raw_text``).
+QUARANTINE_COLUMNS = ("source", "partition", "offset", "raw", "raw_text", REASON, "ingested_at")
+NOT_UTF8 = "not utf-8"
+HEX_PREFIX = "hex:"  # raw_text of bytes that are not UTF-8 text
 # Spark SQL types the fields are read as: epoch seconds keep their microseconds as decimals.
 _SQL_TYPE = {"integer": "bigint", "number": "decimal(20,6)", "string": "string"}
 
@@ -47,9 +50,25 @@ def _has_kind(variant_type: Column, kind: Kind) -> Column:
     return variant_type == "STRING"
 
 
+def _text(raw: Column) -> Column:
+    """Bytes as a string, byte for byte (not checked: see ``F.is_valid_utf8``)."""
+    return raw.cast("string")
+
+
+def readable(raw: Column) -> Column:
+    """Bytes shown readably: the text when they are UTF-8, else ``hex:`` and their hex digits."""
+    text = _text(raw)
+    return F.when(F.is_valid_utf8(text), text).otherwise(
+        F.concat(F.lit(HEX_PREFIX), F.lower(F.hex(raw)))
+    )
+
+
 def _json_checks(fields: Sequence[JsonField]) -> list[tuple[Column, str]]:
     is_object = F.expr("schema_of_variant(_variant)").startswith("OBJECT")
-    checks = [(F.col("_variant").isNull() | ~is_object, "malformed json")]
+    checks = [
+        (~F.is_valid_utf8(_text(F.col("value"))), NOT_UTF8),
+        (F.col("_variant").isNull() | ~is_object, "malformed json"),
+    ]
     for field in fields:
         variant_type = _variant_type(field.json_path)
         present = variant_type.isNotNull() & (variant_type != "VOID")
@@ -76,15 +95,16 @@ def parse_json(
     """Kafka bronze rows with each field typed and a ``reason`` (null when the record is valid).
 
     Args:
-        records: bronze rows with ``value`` (the raw JSON text) and the Kafka coordinates; a
-            column named like a field is kept as ``record_<name>``.
+        records: bronze rows with ``value`` (the JSON as UTF-8 bytes, or text in tables of
+            earlier versions) and the Kafka coordinates; a column named like a field is kept as
+            ``record_<name>``.
         fields: the fields to read, in the order their rules apply.
         extra: further ``(condition, reason)`` rules over the typed fields, applied last.
     """
     for field in fields:  # e.g. the JSON "timestamp" meets the Kafka record's timestamp
         if field.name in records.columns:
             records = records.withColumnRenamed(field.name, f"record_{field.name}")
-    parsed = records.withColumn("_variant", F.expr("try_parse_json(value)"))
+    parsed = records.withColumn("_variant", F.try_parse_json(_text(F.col("value"))))
     typed = [
         F.expr(f"try_variant_get(_variant, '{f.json_path}', '{_SQL_TYPE[f.kind]}')").alias(f.name)
         for f in fields
@@ -95,7 +115,7 @@ def parse_json(
 
 
 def parse_csv(rows: DataFrame, columns: Sequence[str], numeric: Collection[str]) -> DataFrame:
-    """Landing rows (all text) with numeric columns as integers, the row as ``raw`` text, and a
+    """Landing rows (all text) with numeric columns as integers, the row as ``raw`` bytes, and a
     ``reason`` (null when valid).
 
     Args:
@@ -109,7 +129,7 @@ def parse_csv(rows: DataFrame, columns: Sequence[str], numeric: Collection[str])
         checks.append((text.isNull() | (text == ""), f"missing {column}"))
         if column in numeric:
             checks.append((text.try_cast("bigint").isNull(), f"wrong type {column}"))
-    raw = F.concat_ws(",", *[F.coalesce(F.col(c), F.lit("")) for c in columns])
+    raw = F.concat_ws(",", *[F.coalesce(F.col(c), F.lit("")) for c in columns]).cast("binary")
     checked = rows.withColumn(REASON, first_failure(checks)).withColumn("raw", raw)
     return checked.select(
         *[F.trim(F.col(c)).try_cast("bigint").alias(c) if c in numeric else c for c in columns],
@@ -123,20 +143,23 @@ def valid(parsed: DataFrame) -> DataFrame:
 
 
 def kafka_quarantine(parsed: DataFrame) -> DataFrame:
-    """Rejected Kafka records in the quarantine shape: coordinates, raw value, reason."""
+    """Rejected Kafka records in the quarantine shape: coordinates, the value's bytes as
+    delivered and shown readably, reason."""
+    raw = F.col("value").cast("binary")
     return parsed.where(F.col(REASON).isNotNull()).select(
         F.col("topic").alias("source"), "partition", "offset",
-        F.col("value").alias("raw"), REASON, "ingested_at",
+        raw.alias("raw"), readable(raw).alias("raw_text"), REASON, "ingested_at",
     )  # fmt: skip
 
 
 def csv_quarantine(parsed: DataFrame) -> DataFrame:
-    """Rejected landing rows in the quarantine shape: file, raw row text, reason."""
+    """Rejected landing rows in the quarantine shape: file, the row's bytes and text, reason."""
     return parsed.where(F.col(REASON).isNotNull()).select(
         F.col("source_file").alias("source"),
         F.lit(None).cast("int").alias("partition"),
         F.lit(None).cast("long").alias("offset"),
         "raw",
+        readable(F.col("raw")).alias("raw_text"),
         REASON,
         "ingested_at",
     )

@@ -9,9 +9,11 @@ import dagster as dg
 from pyspark.sql import SparkSession
 
 from lakehouse_assets.bronze.assets import bronze_kafka_assets
-from lakehouse_assets.constants import BRONZE, TOPIC_BPM, asset_key
+from lakehouse_assets.constants import BRONZE, HEART_RATE, SILVER, TOPIC_BPM, asset_key
+from lakehouse_assets.silver.assets import silver_assets
 
 BPM_ASSET = next(a for a in bronze_kafka_assets if a.key == asset_key(BRONZE, TOPIC_BPM))
+HEART_RATE_ASSET = next(a for a in silver_assets if asset_key(SILVER, HEART_RATE) in a.keys)
 
 
 def heart_rates(first: int, count: int) -> list[dict[str, Any]]:

@@ -13,12 +13,11 @@ from resources.kafka_source import KAFKA_SOURCE_SCHEMA
 
 def test_kafka_to_bronze_adds_ingestion_time_and_utc_date(spark: SparkSession) -> None:
     late_evening = datetime(2026, 3, 1, 23, 59, 59, tzinfo=UTC)
-    records = spark.createDataFrame(
-        [("bpm", 0, 7, "k", '{"a": 1}', late_evening)], KAFKA_SOURCE_SCHEMA
-    )
+    record = (b"k", b'{"a": 1}', "bpm", 0, 7, late_evening, 0, [("h", b"\x00")])
+    records = spark.createDataFrame([record], KAFKA_SOURCE_SCHEMA)
     ingested = datetime(2026, 3, 2, 8, 0, tzinfo=UTC)
     expected = spark.createDataFrame(
-        [("bpm", 0, 7, "k", '{"a": 1}', late_evening, ingested, date(2026, 3, 1))],
+        [(*record, ingested, date(2026, 3, 1))],
         KAFKA_SOURCE_SCHEMA + ", ingested_at timestamp, date date",
     )
     assertDataFrameEqual(kafka_to_bronze(records, ingested), expected)

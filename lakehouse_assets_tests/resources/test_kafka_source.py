@@ -67,7 +67,7 @@ def test_reads_every_record_although_the_broker_under_reports_the_end(
     produce(broker.bootstrap_servers, "events", values, key_field="n")  # batched by the producer
     rows = _read_all(spark, broker.bootstrap_servers, subscribe="events")
     assert sorted(json.loads(row.value)["n"] for row in rows) == list(range(2000))
-    assert {row.key for row in rows} == {str(n) for n in range(2000)}
+    assert {row.key for row in rows} == {str(n).encode() for n in range(2000)}  # bytes as sent
     assert all(row.topic == "events" and row.timestamp is not None for row in rows)
 
 

@@ -42,7 +42,9 @@ def test_session_settings_hold_and_the_session_is_shared(
 def test_kafka_source_is_registered(spark: SparkSession) -> None:
     reader = spark.readStream.format(KAFKA_SOURCE_FORMAT)
     frame = reader.option("kafka.bootstrap.servers", "h:1").option("subscribe", "t").load()
-    assert frame.columns == ["topic", "partition", "offset", "key", "value", "timestamp"]
+    assert frame.columns == [  # those of Spark's own Kafka source, with includeHeaders
+        "key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "headers",
+    ]  # fmt: skip
 
 
 def test_an_unreachable_connect_server_fails_at_once_naming_its_url() -> None:

@@ -9,19 +9,15 @@ import dagster as dg
 import pytest
 from pyspark.sql import SparkSession
 
-from lakehouse_assets.bronze.assets import bronze_kafka_assets
-from lakehouse_assets.constants import BRONZE, HEART_RATE, SILVER, TOPIC_BPM, asset_key
+from lakehouse_assets.constants import HEART_RATE, SILVER, TOPIC_BPM
 from lakehouse_assets.devtools.broker import EmbeddedBroker
 from lakehouse_assets.sample_data import Message, produce
-from lakehouse_assets.silver.assets import silver_assets
+from lakehouse_assets_tests.bronze.helpers import BPM_ASSET, HEART_RATE_ASSET
 from resources import LakeResource
 
 pytestmark = pytest.mark.local_spark  # also on a local Spark application
 
-BPM_ASSETS = [
-    next(a for a in bronze_kafka_assets if a.key == asset_key(BRONZE, TOPIC_BPM)),
-    next(a for a in silver_assets if asset_key(SILVER, HEART_RATE) in a.keys),
-]
+BPM_ASSETS = [BPM_ASSET, HEART_RATE_ASSET]
 
 
 def readings(first: int, count: int) -> list[Message]:

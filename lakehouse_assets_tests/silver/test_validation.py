@@ -5,13 +5,19 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, SparkSession
 
 from lakehouse_assets.silver.transforms import parse_gym_logins, parse_user_info, parse_workout
+from lakehouse_assets.silver.validation import kafka_quarantine
 
-KAFKA = "topic string, partition int, offset long, key string, value string, ingested_at timestamp"
+KAFKA = "topic string, partition int, offset long, key binary, value binary, ingested_at timestamp"
 
 
-def kafka_rows(spark: SparkSession, values: list[str]) -> DataFrame:
+def kafka_rows(
+    spark: SparkSession, values: list[str | bytes | None], kind: str = KAFKA
+) -> DataFrame:
+    """Bronze rows of ``values`` (text is encoded as UTF-8 unless ``kind`` holds text)."""
+    if "value binary" in kind:
+        values = [v.encode() if isinstance(v, str) else v for v in values]
     return spark.createDataFrame(
-        [("t", 0, offset, None, value, None) for offset, value in enumerate(values)], KAFKA
+        [("t", 0, offset, None, value, None) for offset, value in enumerate(values)], kind
     )
 
 
@@ -80,4 +86,34 @@ def test_csv_rows_need_every_column_and_numbers(spark: SparkSession) -> None:
     parsed = parse_gym_logins(rows).collect()
     expected = [None, "wrong type logout", "missing gym", "wrong type login"]
     assert [r.reason for r in parsed] == expected
-    assert (parsed[0].login, parsed[0].logout, parsed[1].raw) == (100, 200, "m1,5,100,soon")
+    assert (parsed[0].login, parsed[0].logout, parsed[1].raw) == (100, 200, b"m1,5,100,soon")
+
+
+def test_values_that_are_not_utf8_or_not_json_are_told_apart(spark: SparkSession) -> None:
+    base = b'{"user_id": 1, "workout_id": 2, "session_id": 3, "timestamp": 5, "action": '
+    values = [base + b'"start"}', b"\xff\xfe\xfa not utf8", None, b"", b"[" * 5000 + b"]" * 5000]
+    parsed = parse_workout(kafka_rows(spark, values))
+    assert reasons(parsed) == [
+        None,
+        "not utf-8",
+        "malformed json",
+        "malformed json",
+        "malformed json",
+    ]
+
+
+def test_the_quarantine_keeps_the_bytes_and_shows_them_readably(spark: SparkSession) -> None:
+    values = [b"\xff\xfe\xfa not utf8", '{"user_id": "é"}'.encode(), None]
+    rows = kafka_quarantine(parse_workout(kafka_rows(spark, values))).orderBy("offset").collect()
+    assert [(r.raw, r.raw_text) for r in rows] == [
+        (b"\xff\xfe\xfa not utf8", "hex:fffefa206e6f742075746638"),
+        ('{"user_id": "é"}'.encode(), '{"user_id": "é"}'),
+        (None, None),
+    ]
+
+
+def test_values_held_as_text_by_earlier_bronze_tables_still_parse(spark: SparkSession) -> None:
+    text = KAFKA.replace("key binary, value binary", "key string, value string")
+    base = '{"user_id": 1, "workout_id": 2, "session_id": 3, "timestamp": 5, "action": '
+    parsed = parse_workout(kafka_rows(spark, [base + '"stop"}', "{broken"], text))
+    assert reasons(parsed) == [None, "malformed json"]
