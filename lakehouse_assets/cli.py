@@ -236,7 +236,10 @@ def migrate() -> None:
         return
     spark = resources["spark"].get_session()
     for upgrade in upgrades:
-        version = migrations.migrate(spark, lake, upgrade)
+        try:
+            version = migrations.migrate(spark, lake, upgrade)
+        except migrations.MigrationError as error:
+            sys.exit(str(error))
         rows = lake.row_count(upgrade.layer, upgrade.table)
         print(f"{upgrade.layer}.{upgrade.table}: {upgrade.change} ({rows} rows, version {version})")
 

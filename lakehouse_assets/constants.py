@@ -68,3 +68,9 @@ def asset_key(layer: str, table: str) -> dg.AssetKey:
 def stream_name(layer: str, table: str) -> str:
     """The name of the stream feeding a table; also its Delta app id and Kafka consumer group."""
     return f"lakehouse-{layer}-{table}"
+
+
+def consumer_app_id(table: str, upstream: tuple[str, str]) -> str:
+    """The transaction app id under which ``silver.<table>`` records the version of ``upstream``
+    (layer, table) it has consumed."""
+    return f"{SILVER}.{table}<-{'.'.join(upstream)}"

@@ -8,6 +8,9 @@ back, and nothing already in the lake is lost.
   replaced by U+FFFD, so those original bytes are gone for good) and had no ``timestampType`` or
   ``headers``. Upgraded, every row is kept: key and value become the UTF-8 bytes of that text,
   ``timestampType`` and ``headers`` null (unknown).
+- Landing bronze tables held the CSV values as columns of text: each row becomes a ``line``, its
+  values joined with commas (the original line was never kept). The silver table reading it
+  must have read its current version first: it could not read the rewritten rows' old files.
 - Quarantine tables held ``raw`` as text: it becomes its UTF-8 bytes, and ``raw_text`` the text.
 
 An upgrade rewrites the table in one commit whose files are marked as no data change, so the
@@ -22,19 +25,27 @@ from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 from lakehouse_assets.bronze.transforms import KAFKA_BRONZE_PARTITION
 from lakehouse_assets.constants import (
     BRONZE,
+    GYM_LOGS,
     KAFKA_TOPICS,
     LANDING_COLUMNS,
+    LANDING_GYM_LOGINS,
+    LANDING_REGISTERED_USERS,
     QUARANTINE_SUFFIX,
     SILVER,
+    USERS,
+    consumer_app_id,
 )
 from resources import LakeResource, delta
 from resources.kafka_source import HEADERS_SQL_TYPE
 
 MIGRATE_COMMAND = "lakehouse migrate"
+# The silver table parsed from each landing source (see ``silver.assets.PARSED_TABLES``).
+LANDING_SILVER = {LANDING_REGISTERED_USERS: USERS, LANDING_GYM_LOGINS: GYM_LOGS}
 
 
 @dataclass(frozen=True)
@@ -43,14 +54,29 @@ class Upgrade:
 
     layer: str
     table: str
-    text_column: str  # a column that earlier layouts hold as text and this one as bytes
+    outdated: Callable[[StructType], bool]  # whether a schema is of the earlier layout
+    earlier: str  # the earlier layout, for the user
     change: str  # what the upgrade does, for the user
     upgrade: Callable[[DataFrame], DataFrame]
     partition_by: tuple[str, ...] = ()
+    # Silver tables reading this one's change feed by column names that the upgrade changes:
+    # they must have consumed its current version first.
+    consumers: tuple[str, ...] = ()
 
 
 class OutdatedTableError(RuntimeError):
     """A table is in the layout of an earlier version: ``lakehouse migrate`` upgrades it."""
+
+
+class MigrationError(RuntimeError):
+    """An upgrade cannot run yet; the message says what to do first."""
+
+
+def _text(column: str) -> Callable[[StructType], bool]:
+    def holds_text(schema: StructType) -> bool:
+        return column in schema.fieldNames() and schema[column].dataType.typeName() == "string"
+
+    return holds_text
 
 
 def _kafka_bronze(rows: DataFrame) -> DataFrame:
@@ -63,6 +89,15 @@ def _kafka_bronze(rows: DataFrame) -> DataFrame:
     )  # fmt: skip
 
 
+def _landing_bronze(columns: tuple[str, ...]) -> Callable[[DataFrame], DataFrame]:
+    def upgrade(rows: DataFrame) -> DataFrame:
+        values = [F.coalesce(F.col(c), F.lit("")) for c in columns]
+        line = F.concat_ws(",", *values).cast("binary")
+        return rows.select(line.alias("line"), "source_file", "ingested_at")
+
+    return upgrade
+
+
 def _quarantine(rows: DataFrame) -> DataFrame:
     return rows.select(
         "source", "partition", "offset",
@@ -73,13 +108,21 @@ def _quarantine(rows: DataFrame) -> DataFrame:
 
 UPGRADES = (
     *(
-        Upgrade(BRONZE, topic, "value", "key and value as bytes, with timestampType and headers",
-                _kafka_bronze, (KAFKA_BRONZE_PARTITION,))
+        Upgrade(BRONZE, topic, _text("value"), "key and value as text",
+                "key and value as bytes, with timestampType and headers", _kafka_bronze,
+                (KAFKA_BRONZE_PARTITION,))
         for topic in KAFKA_TOPICS
     ),
     *(
-        Upgrade(SILVER, f"{source}{QUARANTINE_SUFFIX}", "raw", "raw as bytes, with raw_text",
-                _quarantine)
+        Upgrade(BRONZE, source, lambda schema: "line" not in schema.fieldNames(),
+                "the CSV values as columns", "each row as a line of bytes (the values joined "
+                "with commas: the original line was not kept)", _landing_bronze(columns),
+                consumers=(LANDING_SILVER[source],))
+        for source, columns in LANDING_COLUMNS.items()
+    ),
+    *(
+        Upgrade(SILVER, f"{source}{QUARANTINE_SUFFIX}", _text("raw"), "raw as text",
+                "raw as bytes, with raw_text", _quarantine)
         for source in (*KAFKA_TOPICS, *LANDING_COLUMNS)
     ),
 )  # fmt: skip
@@ -87,11 +130,7 @@ UPGRADES = (
 
 def _outdated(lake: LakeResource, upgrade: Upgrade) -> bool:
     snapshot = lake.find(upgrade.layer, upgrade.table)
-    if snapshot is None:
-        return False
-    schema = delta.spark_schema(snapshot)
-    column = upgrade.text_column
-    return column in schema.fieldNames() and schema[column].dataType.typeName() == "string"
+    return snapshot is not None and upgrade.outdated(delta.spark_schema(snapshot))
 
 
 def pending(lake: LakeResource) -> list[Upgrade]:
@@ -105,14 +144,29 @@ def require_current(lake: LakeResource, layer: str, table: str) -> None:
         if (upgrade.layer, upgrade.table) == (layer, table) and _outdated(lake, upgrade):
             raise OutdatedTableError(
                 f"The table {layer}.{table} ({lake.table_uri(layer, table)}) was written by an "
-                f"earlier version of the lakehouse, with {upgrade.text_column} as text. Run "
+                f"earlier version of the lakehouse ({upgrade.earlier}). Run "
                 f"`{MIGRATE_COMMAND}` once, while no run writes to the lake ({upgrade.change}; "
                 "every row is kept), then run again."
             )
 
 
 def migrate(spark: SparkSession, lake: LakeResource, upgrade: Upgrade) -> int:
-    """Rewrite one table in this version's layout; returns its new version."""
+    """Rewrite one table in this version's layout; returns its new version.
+
+    Raises:
+        MigrationError: a consumer has not read the table's current version yet.
+    """
+    version = lake.version(upgrade.layer, upgrade.table)
+    source = (upgrade.layer, upgrade.table)
+    for consumer in upgrade.consumers:
+        consumed = lake.committed_version(SILVER, consumer, consumer_app_id(consumer, source))
+        if version is not None and (consumed is None or consumed < version):
+            raise MigrationError(
+                f"silver.{consumer} has not yet read {upgrade.layer}.{upgrade.table} up to its "
+                f"version {version}, and could not read the rows the upgrade rewrites. "
+                f"Materialize silver.{consumer} first (this version reads the earlier layout), "
+                f"then run `{MIGRATE_COMMAND}` again."
+            )
     return delta.rewrite(
         upgrade.upgrade(lake.read(spark, upgrade.layer, upgrade.table)),
         lake.table_uri(upgrade.layer, upgrade.table),

@@ -12,10 +12,20 @@ import pytest
 from pyspark.sql import SparkSession
 
 from lakehouse_assets import cli, migrations
-from lakehouse_assets.constants import BRONZE, HEART_RATE, SILVER, TOPIC_BPM, TOPIC_WORKOUT
+from lakehouse_assets.constants import (
+    BRONZE,
+    HEART_RATE,
+    LANDING_REGISTERED_USERS,
+    SILVER,
+    TOPIC_BPM,
+    TOPIC_WORKOUT,
+    USERS,
+    asset_key,
+)
 from lakehouse_assets.devtools.broker import EmbeddedBroker
 from lakehouse_assets.migrations import OutdatedTableError
 from lakehouse_assets.sample_data import Message, produce
+from lakehouse_assets.silver.assets import silver_assets
 from lakehouse_assets_tests.bronze.helpers import BPM_ASSET, HEART_RATE_ASSET
 from resources import ENV_KAFKA_BOOTSTRAP_SERVERS, ENV_LAKEHOUSE_ROOT, LakeResource
 
@@ -27,7 +37,12 @@ OLD_KAFKA_BRONZE = (
 OLD_QUARANTINE = (
     "source string, partition int, offset long, raw string, reason string, ingested_at timestamp"
 )
+OLD_LANDING = (
+    "user_id string, device_id string, mac_address string, registration_timestamp string, "
+    "source_file string, ingested_at timestamp"
+)
 OLD_MARKER = ("lakehouse-bronze-bpm/an-earlier-query", 5)
+USERS_ASSET = next(a for a in silver_assets if asset_key(SILVER, USERS) in a.keys)
 AT = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 
 
@@ -54,6 +69,8 @@ def test_old_tables_are_refused_then_upgraded_keeping_rows_markers_and_consumers
     )  # fmt: skip
     quarantined = [(TOPIC_WORKOUT, 0, 3, "[1, 2]", "malformed json", AT)]
     lake.append(SILVER, "workout_quarantine", spark.createDataFrame(quarantined, OLD_QUARANTINE))
+    registered = [("1", "7", "aa:bb", "1740830400", "a.csv", AT)]
+    lake.append(BRONZE, LANDING_REGISTERED_USERS, spark.createDataFrame(registered, OLD_LANDING))
 
     # Silver reads the old bronze layout (its rejects go to a new quarantine table).
     dg.materialize([HEART_RATE_ASSET], resources=resources)
@@ -66,11 +83,18 @@ def test_old_tables_are_refused_then_upgraded_keeping_rows_markers_and_consumers
 
     monkeypatch.setenv(ENV_LAKEHOUSE_ROOT, lake.root)
     monkeypatch.setenv(ENV_KAFKA_BOOTSTRAP_SERVERS, broker.bootstrap_servers)
+    with pytest.raises(SystemExit, match=r"Materialize silver\.users first"):
+        cli.main(["migrate"])  # silver.users must read the registrations' old layout first
+    assert "bronze.bpm: key and value as bytes" in capsys.readouterr().out
+    dg.materialize([USERS_ASSET], resources=resources)
+    assert lake.row_count(SILVER, USERS) == 1
     cli.main(["migrate"])
     printed = capsys.readouterr().out
-    assert "bronze.bpm: key and value as bytes" in printed
+    assert "bronze.registered_users: each row as a line" in printed
     assert "silver.workout_quarantine: raw as bytes" in printed
     assert migrations.pending(lake) == []
+    lines = lake.read(spark, BRONZE, LANDING_REGISTERED_USERS).collect()
+    assert [(r.line, r.source_file) for r in lines] == [(b"1,7,aa:bb,1740830400", "a.csv")]
 
     bronze = lake.read(spark, BRONZE, TOPIC_BPM).orderBy("offset").collect()
     assert [(r.key, r.value, r.timestampType, r.headers) for r in bronze] == [

@@ -56,11 +56,10 @@ class LakeResource(dg.ConfigurableResource):
         """A location under the lake root as Spark (Hadoop) names it: s3:// becomes s3a://."""
         return hadoop_uri(self.path(*parts))
 
-    def read_csv_stream(
-        self, spark: SparkSession, folder: Sequence[str], columns: Sequence[str]
-    ) -> DataFrame:
-        """A stream of the CSV files dropped in ``<root>/<folder...>``: every column as a string
-        (nothing is lost to parsing), plus ``source_file``, the file each row came from.
+    def read_lines_stream(self, spark: SparkSession, folder: Sequence[str]) -> DataFrame:
+        """A stream of the lines of the files dropped in ``<root>/<folder...>``: each ``line`` as
+        the bytes the file holds (without its line break), with ``source_file``, the file it
+        came from. Parsing (CSV, JSON lines...) is left to the layers that know the format.
 
         Files whose names start with ``.`` or ``_`` are ignored until renamed: writers should
         write under such a name and rename when done.
@@ -68,11 +67,13 @@ class LakeResource(dg.ConfigurableResource):
         if "://" not in self.root_uri:
             os.makedirs(self.path(*folder), exist_ok=True)
         return (
-            spark.readStream.schema(", ".join(f"`{column}` string" for column in columns))
-            .option("header", "true")
+            spark.readStream.format("text")
             .option("maxFilesPerTrigger", str(self.max_files_per_trigger))
-            .csv(self.spark_path(*folder))
-            .select("*", F.col("_metadata.file_path").alias("source_file"))
+            .load(self.spark_path(*folder))
+            .select(
+                F.col("value").cast("binary").alias("line"),  # Spark keeps the bytes read
+                F.col("_metadata.file_path").alias("source_file"),
+            )
         )
 
     # ----- the log -----------------------------------------------------------------------------

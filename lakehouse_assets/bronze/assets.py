@@ -118,8 +118,8 @@ def kafka_bronze_asset(topic: str) -> dg.AssetsDefinition:
     return _asset
 
 
-def landing_bronze_asset(source: str, columns: Sequence[str]) -> dg.AssetsDefinition:
-    """The bronze asset of a landing-zone folder: each CSV file's rows exactly once, as text."""
+def landing_bronze_asset(source: str) -> dg.AssetsDefinition:
+    """The bronze asset of a landing-zone folder: each file's lines exactly once, as bytes."""
     stream = stream_name(BRONZE, source)
 
     @dg.asset(
@@ -127,9 +127,9 @@ def landing_bronze_asset(source: str, columns: Sequence[str]) -> dg.AssetsDefini
         group_name=BRONZE,
         kinds={"spark", "delta", "csv"},
         pool=stream,
-        description=f"Rows of the CSV files dropped in `landing/{source}/` (columns "
-        f"{', '.join(columns)}), each file exactly once, every value as text, with the file "
-        "name and load time.",
+        description=f"Lines of the CSV files dropped in `landing/{source}/` (columns "
+        f"{', '.join(LANDING_COLUMNS[source])}, after a header line), each file exactly once, "
+        "every line as the bytes the file holds, with the file name and load time.",
     )
     def _asset(
         context: dg.AssetExecutionContext, spark: SparkResource, lake: LakeResource
@@ -139,7 +139,7 @@ def landing_bronze_asset(source: str, columns: Sequence[str]) -> dg.AssetsDefini
             context,
             lake,
             source,
-            lambda: lake.read_csv_stream(spark.get_session(), folder, columns),
+            lambda: lake.read_lines_stream(spark.get_session(), folder),
             stamped_landing_batch,
             caught_up=lambda checkpoint: landing_caught_up(checkpoint, lake.path(*folder)),
         )
@@ -149,6 +149,4 @@ def landing_bronze_asset(source: str, columns: Sequence[str]) -> dg.AssetsDefini
 
 
 bronze_kafka_assets = [kafka_bronze_asset(topic) for topic in KAFKA_TOPICS]
-bronze_landing_assets = [
-    landing_bronze_asset(source, columns) for source, columns in LANDING_COLUMNS.items()
-]
+bronze_landing_assets = [landing_bronze_asset(source) for source in LANDING_COLUMNS]

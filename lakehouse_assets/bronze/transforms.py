@@ -1,4 +1,4 @@
-"""Pure bronze transforms: Kafka records to bronze rows."""
+"""Pure bronze transforms: Kafka records and landing-file lines to bronze rows."""
 
 from __future__ import annotations
 
@@ -24,10 +24,10 @@ def kafka_to_bronze(records: DataFrame, ingested_at: datetime) -> DataFrame:
 
 
 def landing_to_bronze(rows: DataFrame, ingested_at: datetime) -> DataFrame:
-    """Landing-zone rows (strings, with ``source_file``) with their ingestion time.
+    """Landing-zone lines (bytes, with ``source_file``) with their ingestion time.
 
     Args:
-        rows: rows of the landing CSV stream.
+        rows: rows of the landing lines stream.
         ingested_at: when this batch is written to bronze (timezone-aware).
     """
     return rows.withColumn("ingested_at", F.lit(ingested_at).cast("timestamp"))

@@ -32,6 +32,7 @@ from lakehouse_assets.constants import (
     WORKOUT_BPM,
     WORKOUTS,
     asset_key,
+    consumer_app_id,
 )
 from lakehouse_assets.migrations import require_current
 from lakehouse_assets.partitions import silver_automation
@@ -48,12 +49,6 @@ SILVER_ASSET: dict[str, Any] = {
     "kinds": SILVER_KINDS,
     "automation_condition": silver_automation,
 }
-
-
-def consumer_app_id(table: str, upstream: tuple[str, str]) -> str:
-    """The transaction app id under which ``silver.<table>`` records the version of ``upstream``
-    (layer, table) it has consumed."""
-    return f"{SILVER}.{table}<-{'.'.join(upstream)}"
 
 
 def read_changes(

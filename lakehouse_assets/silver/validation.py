@@ -115,22 +115,30 @@ def parse_json(
 
 
 def parse_csv(rows: DataFrame, columns: Sequence[str], numeric: Collection[str]) -> DataFrame:
-    """Landing rows (all text) with numeric columns as integers, the row as ``raw`` bytes, and a
-    ``reason`` (null when valid).
+    """Landing lines parsed as CSV, by position: header and blank lines dropped, numeric columns
+    as integers, the line's bytes as ``raw``, and a ``reason`` (null when valid).
 
     Args:
-        rows: bronze landing rows.
+        rows: bronze landing rows: ``line`` (bytes), or, in tables of earlier versions, the
+            columns as text.
         columns: the file's columns, in file order (the order their rules apply); all required.
         numeric: those that must be integers.
     """
-    checks: list[tuple[Column, str]] = []
+    if "line" not in rows.columns:  # an earlier layout: the line is rebuilt from its values
+        values = [F.coalesce(F.col(c), F.lit("")) for c in columns]
+        rows = rows.withColumn("line", F.concat_ws(",", *values).cast("binary")).drop(*columns)
+    text = _text(F.col("line"))
+    squeezed = F.lower(F.regexp_replace(text, "[\\s\ufeff]", ""))  # spaces, byte order mark
+    lines = rows.where((squeezed != ",".join(columns)) & (F.trim(text) != ""))
+    fields = F.from_csv(text, ", ".join(f"`{c}` string" for c in columns))
+    parsed = lines.select("*", *[fields[c].alias(c) for c in columns])
+    checks = [(~F.is_valid_utf8(text), NOT_UTF8)]
     for column in columns:
-        text = F.trim(F.col(column))
-        checks.append((text.isNull() | (text == ""), f"missing {column}"))
+        value = F.trim(F.col(column))
+        checks.append((value.isNull() | (value == ""), f"missing {column}"))
         if column in numeric:
-            checks.append((text.try_cast("bigint").isNull(), f"wrong type {column}"))
-    raw = F.concat_ws(",", *[F.coalesce(F.col(c), F.lit("")) for c in columns]).cast("binary")
-    checked = rows.withColumn(REASON, first_failure(checks)).withColumn("raw", raw)
+            checks.append((value.try_cast("bigint").isNull(), f"wrong type {column}"))
+    checked = parsed.withColumn(REASON, first_failure(checks)).withColumnRenamed("line", "raw")
     return checked.select(
         *[F.trim(F.col(c)).try_cast("bigint").alias(c) if c in numeric else c for c in columns],
         *[c for c in checked.columns if c not in columns],

@@ -23,15 +23,11 @@ def test_kafka_to_bronze_adds_ingestion_time_and_utc_date(spark: SparkSession) -
     assertDataFrameEqual(kafka_to_bronze(records, ingested), expected)
 
 
-def test_landing_to_bronze_keeps_text_and_file_and_adds_load_time(spark: SparkSession) -> None:
-    rows = spark.createDataFrame(
-        [("m1", "5", "100", "soon", "/lake/landing/gym_logins/a.csv")],
-        "mac_address string, gym string, login string, logout string, source_file string",
-    )
+def test_landing_to_bronze_keeps_the_line_and_file_and_adds_load_time(spark: SparkSession) -> None:
+    line = (b"m1,5,100,\xffsoon", "/lake/landing/gym_logins/a.csv")
+    rows = spark.createDataFrame([line], "line binary, source_file string")
     loaded = datetime(2026, 3, 2, 8, 0, tzinfo=UTC)
     expected = spark.createDataFrame(
-        [("m1", "5", "100", "soon", "/lake/landing/gym_logins/a.csv", loaded)],
-        "mac_address string, gym string, login string, logout string, source_file string, "
-        "ingested_at timestamp",
+        [(*line, loaded)], "line binary, source_file string, ingested_at timestamp"
     )
     assertDataFrameEqual(landing_to_bronze(rows, loaded), expected)
