@@ -1,8 +1,11 @@
-"""A Spark Python streaming data source reading Kafka topics with kafka-python.
+"""A Spark Python streaming data source reading Kafka topics.
 
 Registered as ``lakehouse_kafka`` (Spark's own ``kafka`` format needs a jar these machines cannot
 download). Offsets are ``{topic: {partition: next_offset}}`` dicts kept in the Spark checkpoint;
-each micro-batch reads one Spark input partition per Kafka partition and offset range.
+each micro-batch reads one Spark input partition per Kafka partition and offset range. Planning
+(partitions, log ends, group commits) uses kafka-python, the project's one client for admin and
+lag; the executors read the records with confluent-kafka (librdkafka), 2.5x as fast into Arrow
+(``benchmarks/kafka_clients.py``).
 
 Options:
     kafka.bootstrap.servers: ``host:port[,host:port]`` (required).
@@ -238,53 +241,77 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 def read_range(
     bootstrap_servers: str, kafka_range: KafkaRange, read_timeout_ms: int
 ) -> Iterator[pa.RecordBatch]:
-    """Read the records of one offset range as Arrow record batches."""
-    from kafka.structs import TopicPartition
+    """Read the records of one offset range as Arrow record batches, with librdkafka (reading
+    is the source's hot path: see ``benchmarks/kafka_clients.py``)."""
+    from confluent_kafka import Consumer, KafkaError, TopicPartition
 
-    tp = TopicPartition(kafka_range.topic, kafka_range.partition)
-    consumer = new_consumer(
-        bootstrap_servers,
-        auto_offset_reset="none",
-        max_partition_fetch_bytes=8 * 1024 * 1024,
-        fetch_max_bytes=64 * 1024 * 1024,
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap_servers,
+            "group.id": "lakehouse-source-reader",  # required by librdkafka; nothing is committed
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "auto.offset.reset": "error",  # records removed under the reader: fail, never skip
+            "fetch.max.bytes": 64 * 1024 * 1024,
+            "max.partition.fetch.bytes": 8 * 1024 * 1024,
+        }
     )
+    tp = TopicPartition(kafka_range.topic, kafka_range.partition, kafka_range.start)
     try:
         consumer.assign([tp])
-        consumer.seek(tp, kafka_range.start)
+        position = kafka_range.start
         last_progress = time.monotonic()
         # Stop on the consumer's position, not on a record: offsets may have gaps (compaction,
         # transaction markers), but the position always reaches the end of the range.
-        while consumer.position(tp) < kafka_range.end:
-            records = consumer.poll(timeout_ms=1000, max_records=20000).get(tp, [])
+        while position < kafka_range.end:
+            messages = consumer.consume(num_messages=20000, timeout=1.0)
+            records = []
+            for message in messages:
+                error = message.error()
+                if error is not None and error.code() != KafkaError._PARTITION_EOF:
+                    raise KafkaSourceError(
+                        f"Reading Kafka partition {kafka_range.topic}-{kafka_range.partition} "
+                        f"from '{bootstrap_servers}' failed: {error.str()}"
+                    )
+                if error is None and (message.offset() or 0) < kafka_range.end:
+                    records.append(message)
             if records:
                 last_progress = time.monotonic()
-                yield _record_batch(kafka_range, [r for r in records if r.offset < kafka_range.end])
-            elif time.monotonic() - last_progress > read_timeout_ms / 1000:
+                yield _record_batch(kafka_range, records)
+            position = consumer.position([tp])[0].offset
+            if position < 0:  # no position yet (nothing fetched)
+                position = kafka_range.start
+            if not records and time.monotonic() - last_progress > read_timeout_ms / 1000:
                 raise KafkaSourceError(
-                    f"No records from Kafka partition {tp.topic}-{tp.partition} at offset "
-                    f"{consumer.position(tp)} for {read_timeout_ms} ms while reading up to "
-                    f"{kafka_range.end} from '{bootstrap_servers}'."
+                    f"No records from Kafka partition {kafka_range.topic}-"
+                    f"{kafka_range.partition} at offset {position} for {read_timeout_ms} ms "
+                    f"while reading up to {kafka_range.end} from '{bootstrap_servers}'."
                 )
     finally:
         consumer.close()
 
 
+NO_TIMESTAMP = 0  # librdkafka's timestamp types: 0 none, 1 create time, 2 log append time
+
+
 def _record_batch(kafka_range: KafkaRange, records: list[Any]) -> pa.RecordBatch:
     """The records as delivered: key, value and header values byte for byte."""
     count = len(records)
+    stamps = [record.timestamp() for record in records]
     return pa.RecordBatch.from_arrays(
         [
-            pa.array([r.key for r in records], pa.binary()),
-            pa.array([r.value for r in records], pa.binary()),
+            pa.array([r.key() for r in records], pa.binary()),
+            pa.array([r.value() for r in records], pa.binary()),
             pa.array([kafka_range.topic] * count, pa.string()),
             pa.array([kafka_range.partition] * count, pa.int32()),
-            pa.array([r.offset for r in records], pa.int64()),
-            pa.array([r.timestamp * 1000 for r in records], pa.int64()).cast(
-                pa.timestamp("us", tz="UTC")
-            ),
-            pa.array([r.timestamp_type for r in records], pa.int32()),
+            pa.array([r.offset() for r in records], pa.int64()),
             pa.array(
-                [[{"key": k, "value": v} for k, v in r.headers or ()] for r in records],
+                [None if kind == NO_TIMESTAMP else ms * 1000 for kind, ms in stamps], pa.int64()
+            ).cast(pa.timestamp("us", tz="UTC")),
+            # As Kafka's own ids: -1 none, 0 create time, 1 log append time.
+            pa.array([kind - 1 for kind, _ in stamps], pa.int32()),
+            pa.array(
+                [[{"key": k, "value": v} for k, v in r.headers() or ()] for r in records],
                 HEADERS_TYPE,
             ),
         ],
