@@ -310,12 +310,20 @@ def _record_batch(kafka_range: KafkaRange, records: list[Any]) -> pa.RecordBatch
             ).cast(pa.timestamp("us", tz="UTC")),
             # As Kafka's own ids: -1 none, 0 create time, 1 log append time.
             pa.array([kind - 1 for kind, _ in stamps], pa.int32()),
-            pa.array(
-                [[{"key": k, "value": v} for k, v in r.headers() or ()] for r in records],
-                HEADERS_TYPE,
-            ),
+            _headers([r.headers() for r in records]),
         ],
         schema=ARROW_SCHEMA,
+    )
+
+
+def _headers(headers: list[list[tuple[str, bytes | None]] | None]) -> pa.Array:
+    """The records' headers: lists of (key, value); built from offsets when none has any (the
+    common case, and a tenth of a read's time if built record by record)."""
+    if not any(headers):
+        offsets = pa.array([0] * (len(headers) + 1), pa.int32())
+        return pa.ListArray.from_arrays(offsets, pa.array([], HEADERS_TYPE.value_type))
+    return pa.array(
+        [[{"key": k, "value": v} for k, v in pairs or ()] for pairs in headers], HEADERS_TYPE
     )
 
 
