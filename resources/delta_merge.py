@@ -23,6 +23,7 @@ def merge(
     update_when: str | None = None,
     delete_flag: str | None = None,
     partition_by: Sequence[str] = (),
+    replace: tuple[str, Sequence[Any]] | None = None,
 ) -> int:
     """Upsert ``source`` (a batch's changes) by ``keys`` with delta-rs; returns the new version.
 
@@ -37,6 +38,9 @@ def merge(
         delete_flag: a boolean column of ``source``: rows where it is true delete their match
             and are never inserted. The column itself is not stored.
         partition_by: the table's partition columns (used when the merge creates it).
+        replace: ``(column, values)``: ``source`` holds every row the table should have where
+            ``column`` is one of ``values``; the table's other such rows are deleted (in every
+            partition).
 
     Raises:
         ValueError: the table exists with other partition columns (laid out by an older version).
@@ -56,7 +60,13 @@ def merge(
         )
         return 0
     _check_layout(delta, partition_by)
+    replaced = _in_values(*replace) if replace else None
     if source.num_rows == 0:
+        if replaced:
+            before = delta.version()
+            delta.delete(replaced, commit_properties=commit_properties(markers))
+            if delta.version() != before:
+                return delta.version()
         return _commit_markers(delta, partition_by, markers)
     matches = [f"target.`{key}` = source.`{key}`" for key in keys]
     merger = delta.merge(
@@ -78,10 +88,15 @@ def merge(
         differs = ""
     conditions = [c for c in (live, update_when, differs and f"({differs})") if c]
     excluded = [delete_flag] if delete_flag else None
-    before = delta.version()
-    merger.when_matched_update_all(
+    merger = merger.when_matched_update_all(
         " AND ".join(conditions) or None, except_cols=excluded
-    ).when_not_matched_insert_all(live, except_cols=excluded).execute()
+    ).when_not_matched_insert_all(live, except_cols=excluded)
+    if replace:
+        # A target row outside the source's partitions is "not matched" too: the predicate
+        # keeps the deletes to the replaced rows.
+        merger = merger.when_not_matched_by_source_delete(_in_values(*replace, alias="target"))
+    before = delta.version()
+    merger.execute()
     if delta.version() == before:  # delta-rs commits nothing for a merge that changes nothing
         return _commit_markers(delta, partition_by, markers)
     return delta.version()
@@ -118,6 +133,13 @@ def _in_partitions(source: pa.Table, partition_by: Sequence[str]) -> list[str]:
         nulls = f"target.`{column}` IS NULL" if None in values else None
         conditions.append(f"({in_values} OR {nulls})" if nulls else in_values)
     return conditions
+
+
+def _in_values(column: str, values: Sequence[Any], alias: str | None = None) -> str:
+    """``column IN (values)`` in SQL (FALSE when there are none)."""
+    name = f"{alias}.`{column}`" if alias else f"`{column}`"
+    literals = ", ".join(_sql_literal(value) for value in values)
+    return f"{name} IN ({literals})" if literals else "FALSE"
 
 
 def _sql_literal(value: Any) -> str:

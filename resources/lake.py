@@ -227,6 +227,7 @@ class LakeResource(dg.ConfigurableResource):
         update_when: str | None = None,
         delete_flag: str | None = None,
         partition_by: Sequence[str] = (),
+        replace: tuple[str, Sequence[Any]] | None = None,
     ) -> int:
         """Upsert ``source`` (a batch's changes) by ``keys``; see ``resources.delta_merge``."""
         return delta_merge.merge(
@@ -238,4 +239,5 @@ class LakeResource(dg.ConfigurableResource):
             update_when=update_when,
             delete_flag=delete_flag,
             partition_by=partition_by,
+            replace=replace,
         )

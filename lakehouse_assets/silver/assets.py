@@ -217,7 +217,7 @@ def completed_workouts(spark: SparkResource, lake: LakeResource) -> dg.Materiali
 )
 def workout_bpm(spark: SparkResource, lake: LakeResource) -> dg.MaterializeResult:
     """The valid readings of each completed workout; new workouts, late readings and newly
-    registered devices each bring their rows."""
+    registered devices each bring their rows (a user's new device replaces all of the user's)."""
     session = spark.get_session()
     new_workouts, workouts_marker, workouts_fresh = read_changes(
         lake, session, WORKOUT_BPM, (SILVER, COMPLETED_WORKOUTS)
@@ -246,9 +246,13 @@ def workout_bpm(spark: SparkResource, lake: LakeResource) -> dg.MaterializeResul
         rows = rows.unionByName(transforms.workout_bpm(moved, readings, new_devices)).distinct()
         markers = {**workouts_marker, **readings_marker, devices_app: users_version}
         keys = [*transforms.WORKOUT_KEYS, "time"]
+        # The rows of a user who moved to another device are all recomputed: the old device's
+        # readings leave the table. (On the first run every user is new: nothing to replace.)
+        movers = [r.user_id for r in new_devices.select("user_id").distinct().collect()]
         lake.merge(
             SILVER, WORKOUT_BPM, dated(WORKOUT_BPM, rows).toArrow(), keys, markers=markers,
             partition_by=layout(WORKOUT_BPM),
+            replace=("user_id", movers) if movers and consumed is not None else None,
         )  # fmt: skip
     return dg.MaterializeResult(metadata=lake.table_metadata(SILVER, WORKOUT_BPM))
 

@@ -1,5 +1,5 @@
 """silver.workout_bpm from its three upstream tables, written directly (no Kafka): late readings of
-an old workout, a re-registration, a new device. Expected rows follow docs/fitness_pipeline.md."""
+an old workout, a re-registration, new devices. Expected rows follow docs/fitness_pipeline.md."""
 
 from __future__ import annotations
 
@@ -111,6 +111,10 @@ def test_late_readings_a_late_workout_a_re_registration_and_a_new_device(
     nothing, _ = lake.changes_since(spark, SILVER, TABLE, before)
     assert nothing.count() == 0 and len(bpm(lake, spark)) == 5
 
-    register(lake, 2002, at(JAN_2, "10:00"))  # a new device brings its readings of the workout
+    register(lake, 2002, at(JAN_2, "10:00"))  # a new device: its readings replace the old one's
     dg.materialize([workout_bpm], resources=env)
-    assert (1, "01 23:40", 70.0) in bpm(lake, spark)
+    assert bpm(lake, spark) == [(1, "01 23:40", 70.0)]
+
+    register(lake, 3003, at(JAN_3, "10:00"))  # a device with no readings in the workouts
+    dg.materialize([workout_bpm], resources=env)
+    assert bpm(lake, spark) == []
