@@ -35,7 +35,7 @@ def spark_remote() -> Iterator[str | None]:
     if SPARK_MODE == "local":
         yield None
         return
-    with SparkConnectServer() as server:
+    with SparkConnectServer(quick_start=True) as server:  # small data: start and warm quickly
         os.environ[ENV_SPARK_REMOTE] = server.url  # processes the tests start use it too
         try:
             yield server.url

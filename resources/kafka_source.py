@@ -264,7 +264,9 @@ def read_range(
         # Stop on the consumer's position, not on a record: offsets may have gaps (compaction,
         # transaction markers), but the position always reaches the end of the range.
         while position < kafka_range.end:
-            messages = consumer.consume(num_messages=20000, timeout=1.0)
+            # No more than the range still holds: consume returns as soon as they have come.
+            wanted = min(20000, kafka_range.end - position)
+            messages = consumer.consume(num_messages=wanted, timeout=1.0)
             records = []
             for message in messages:
                 error = message.error()
