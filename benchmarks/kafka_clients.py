@@ -6,7 +6,7 @@ N heart-rate records (JSON, keyed) are produced to one partition of the embedded
 (untimed). Then the whole partition is read into Arrow record batches of the bronze Kafka columns,
 as one Spark input partition of the source is read on an executor, alternately (A B A B ...):
 
-* **confluent-kafka** (librdkafka): the source's own ``read_range`` (``resources/kafka_source.py``);
+* **confluent-kafka** (librdkafka): the source's own ``read_range`` (``resources/kafka_records.py``);
 * **kafka-python**: a consumer assigned to the partition, ``poll`` in batches of 20,000, the same
   Arrow columns built from its records (what the source did before it read with librdkafka).
 
@@ -37,7 +37,7 @@ from lakehouse_assets.devtools.broker import EmbeddedBroker  # noqa: E402
 from lakehouse_assets.sample_data import Message, produce  # noqa: E402
 from resources import KafkaResource  # noqa: E402
 from resources.kafka_client import new_consumer  # noqa: E402
-from resources.kafka_source import ARROW_SCHEMA, HEADERS_TYPE, KafkaRange, read_range  # noqa: E402
+from resources.kafka_records import ARROW_SCHEMA, HEADERS_TYPE, KafkaRange, read_range  # noqa: E402
 
 TOPIC = "bench"
 

@@ -41,7 +41,7 @@ from lakehouse_assets.constants import (
     consumer_app_id,
 )
 from resources import LakeResource, delta
-from resources.kafka_source import HEADERS_SQL_TYPE
+from resources.kafka_records import HEADERS_SQL_TYPE
 
 MIGRATE_COMMAND = "lakehouse migrate"
 # The silver table parsed from each landing source (see ``silver.assets.PARSED_TABLES``).

@@ -8,7 +8,7 @@ from pyspark.sql import SparkSession
 from pyspark.testing import assertDataFrameEqual
 
 from lakehouse_assets.bronze.transforms import kafka_to_bronze, landing_to_bronze
-from resources.kafka_source import KAFKA_SOURCE_SCHEMA
+from resources.kafka_records import KAFKA_SOURCE_SCHEMA
 
 
 def test_kafka_to_bronze_adds_ingestion_time_and_utc_date(spark: SparkSession) -> None:
