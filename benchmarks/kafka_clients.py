@@ -6,7 +6,8 @@ N heart-rate records (JSON, keyed) are produced to one partition of the embedded
 (untimed). Then the whole partition is read into Arrow record batches of the bronze Kafka columns,
 as one Spark input partition of the source is read on an executor, alternately (A B A B ...):
 
-* **confluent-kafka** (librdkafka): the source's own ``read_range`` (``resources/kafka_records.py``);
+* **confluent-kafka** (librdkafka): the source's own ``read_range``
+  (``resources/kafka_records.py``);
 * **kafka-python**: a consumer assigned to the partition, ``poll`` in batches of 20,000, the same
   Arrow columns built from its records (what the source did before it read with librdkafka).
 
