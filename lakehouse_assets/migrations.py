@@ -40,6 +40,7 @@ from lakehouse_assets.constants import (
     USERS,
     consumer_app_id,
 )
+from lakehouse_assets.silver.validation import joined_line
 from resources import LakeResource, delta
 from resources.kafka_records import HEADERS_SQL_TYPE
 
@@ -91,9 +92,7 @@ def _kafka_bronze(rows: DataFrame) -> DataFrame:
 
 def _landing_bronze(columns: tuple[str, ...]) -> Callable[[DataFrame], DataFrame]:
     def upgrade(rows: DataFrame) -> DataFrame:
-        values = [F.coalesce(F.col(c), F.lit("")) for c in columns]
-        line = F.concat_ws(",", *values).cast("binary")
-        return rows.select(line.alias("line"), "source_file", "ingested_at")
+        return rows.select(joined_line(columns).alias("line"), "source_file", "ingested_at")
 
     return upgrade
 

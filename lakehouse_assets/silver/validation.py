@@ -15,8 +15,6 @@ from pyspark.sql import functions as F
 
 Kind = Literal["integer", "number", "string"]
 REASON = "reason"
-# A rejected record keeps its original bytes (``raw``) and a readable rendering (``raw_text``).
-QUARANTINE_COLUMNS = ("source", "partition", "offset", "raw", "raw_text", REASON, "ingested_at")
 NOT_UTF8 = "not utf-8"
 HEX_PREFIX = "hex:"  # raw_text of bytes that are not UTF-8 text
 # Spark SQL types the fields are read as: epoch seconds keep their microseconds as decimals.
@@ -114,6 +112,12 @@ def parse_json(
     return with_fields.withColumn(REASON, first_failure(checks)).drop("_variant")
 
 
+def joined_line(columns: Sequence[str]) -> Column:
+    """The bytes of a CSV line rebuilt from text ``columns`` (bronze landing tables of earlier
+    versions kept the values, not the line): the values joined with commas, nulls as empty."""
+    return F.concat_ws(",", *[F.coalesce(F.col(c), F.lit("")) for c in columns]).cast("binary")
+
+
 def parse_csv(rows: DataFrame, columns: Sequence[str], numeric: Collection[str]) -> DataFrame:
     """Landing lines parsed as CSV, by position: header and blank lines dropped, numeric columns
     as integers, the line's bytes as ``raw``, and a ``reason`` (null when valid).
@@ -125,8 +129,7 @@ def parse_csv(rows: DataFrame, columns: Sequence[str], numeric: Collection[str])
         numeric: those that must be integers.
     """
     if "line" not in rows.columns:  # an earlier layout: the line is rebuilt from its values
-        values = [F.coalesce(F.col(c), F.lit("")) for c in columns]
-        rows = rows.withColumn("line", F.concat_ws(",", *values).cast("binary")).drop(*columns)
+        rows = rows.withColumn("line", joined_line(columns)).drop(*columns)
     text = _text(F.col("line"))
     squeezed = F.lower(F.regexp_replace(text, "[\\s\ufeff]", ""))  # spaces, byte order mark
     lines = rows.where((squeezed != ",".join(columns)) & (F.trim(text) != ""))
