@@ -1,41 +1,72 @@
-"""The one Definitions object of the lakehouse."""
+"""The one Definitions object of the lakehouse: the fitness pipeline and the declared sources."""
+
+import logging
+from collections.abc import Sequence
 
 import dagster as dg
 
 from lakehouse_assets.bronze.assets import bronze_kafka_assets, bronze_landing_assets
-from lakehouse_assets.constants import BRONZE, GOLD, SILVER
+from lakehouse_assets.constants import BRONZE, BRONZE_TABLES, GOLD, SILVER, SILVER_TABLES
 from lakehouse_assets.gold.assets import gold_assets
 from lakehouse_assets.partitions import daily_partitions
-from lakehouse_assets.schedules.maintenance import maintenance_jobs, maintenance_schedules
+from lakehouse_assets.schedules.maintenance import maintenance_definitions
 from lakehouse_assets.sensors.streams import SETTINGS, stream_sensors
 from lakehouse_assets.silver.assets import silver_assets
+from lakehouse_assets.sources.assets import source_assets, source_sensor, source_tables
+from lakehouse_assets.sources.declarations import (
+    SourceDeclaration,
+    load_declarations,
+    sources_dir,
+)
 from resources import build_resources
 
-# Bronze and silver are not partitioned: one run brings them up to date.
-refresh_job = dg.define_asset_job(
-    "refresh_bronze_and_silver", dg.AssetSelection.groups(BRONZE, SILVER)
-)
-# Gold is partitioned by day: one run per day, or one run for a range (single-run backfill).
-gold_job = dg.define_asset_job(
-    "gold_reports", dg.AssetSelection.groups(GOLD), partitions_def=daily_partitions
-)
+log = logging.getLogger(__name__)
+fitness_assets = [*bronze_kafka_assets, *bronze_landing_assets, *silver_assets, *gold_assets]
 
-all_assets = [*bronze_kafka_assets, *bronze_landing_assets, *silver_assets, *gold_assets]
 
-# Silver and gold follow bronze through their automation conditions; this sensor evaluates them.
-automation_sensor = dg.AutomationConditionSensorDefinition(
-    "lakehouse_automation",
-    target=dg.AssetSelection.all(),
-    default_status=dg.DefaultSensorStatus.RUNNING,
-    minimum_interval_seconds=SETTINGS.interval_s,
-)
+def lakehouse_definitions(sources: Sequence[SourceDeclaration] = ()) -> dg.Definitions:
+    """The lakehouse's definitions, with the assets, sensors and maintenance of ``sources``."""
+    extra_tables: dict[str, list[str]] = {}
+    for source in sources:
+        for layer, tables in source_tables(source).items():
+            extra_tables.setdefault(layer, []).extend(tables)
+    maintenance_jobs, maintenance_schedules = maintenance_definitions(extra_tables)
+    # Bronze and silver are not partitioned: one run brings them up to date.
+    refresh_job = dg.define_asset_job(
+        "refresh_bronze_and_silver", dg.AssetSelection.groups(BRONZE, SILVER)
+    )
+    # Gold is partitioned by day: one run per day, or one run for a range (single-run backfill).
+    gold_job = dg.define_asset_job(
+        "gold_reports", dg.AssetSelection.groups(GOLD), partitions_def=daily_partitions
+    )
+    # Silver and gold follow bronze through their automation conditions; this sensor evaluates
+    # them.
+    automation_sensor = dg.AutomationConditionSensorDefinition(
+        "lakehouse_automation",
+        target=dg.AssetSelection.all(),
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        minimum_interval_seconds=SETTINGS.interval_s,
+    )
+    declared = [asset for source in sources for asset in source_assets(source)]
+    return dg.Definitions(
+        assets=[*fitness_assets, *declared],
+        jobs=[refresh_job, gold_job, *maintenance_jobs.values()],
+        schedules=maintenance_schedules,
+        sensors=[
+            *stream_sensors,
+            *[source_sensor(source, SETTINGS) for source in sources],
+            automation_sensor,
+        ],
+        resources=build_resources(),
+        # One Spark session per run: every step of a run executes in the run's own process.
+        executor=dg.in_process_executor,
+    )
 
-defs = dg.Definitions(
-    assets=all_assets,
-    jobs=[refresh_job, gold_job, *maintenance_jobs.values()],
-    schedules=maintenance_schedules,
-    sensors=[*stream_sensors, automation_sensor],
-    resources=build_resources(),
-    # One Spark session per run: every step of a run executes in the run's own process.
-    executor=dg.in_process_executor,
+
+declarations, declaration_errors = load_declarations(
+    sources_dir(), reserved=[*BRONZE_TABLES, *SILVER_TABLES]
 )
+for error in declaration_errors:  # the other sources still load
+    log.error("Declared source not loaded: %s", error)
+defs = lakehouse_definitions(declarations)
+all_assets = [asset for asset in defs.assets or () if isinstance(asset, dg.AssetsDefinition)]

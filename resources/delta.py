@@ -82,12 +82,16 @@ def _read_files(spark: SparkSession, files: list[str], schema: StructType, base:
 
 
 def changes(
-    spark: SparkSession, delta: DeltaTable, after_version: int | None
+    spark: SparkSession,
+    delta: DeltaTable,
+    after_version: int | None,
+    with_change_type: bool = False,
 ) -> tuple[DataFrame, int]:
     """Rows inserted or updated after ``after_version`` (the whole snapshot when None), and the
-    version they reach; see ``feed``."""
+    version they reach (with their ``_change_type`` if asked); see ``feed``."""
     rows, current = feed(spark, delta, after_version)
-    return rows.where(F.col(CHANGE_TYPE).isin(*INSERTED)).drop(CHANGE_TYPE), current
+    inserted = rows.where(F.col(CHANGE_TYPE).isin(*INSERTED))
+    return (inserted if with_change_type else inserted.drop(CHANGE_TYPE)), current
 
 
 def new_values(
@@ -226,6 +230,8 @@ def _commit(
             commit_properties=properties,
         )
         return 0
+    if mode == "append":
+        _add_new_columns(delta, schema)  # an append's commit does not change the schema itself
     delta.create_write_transaction(
         actions,
         mode,
@@ -236,6 +242,15 @@ def _commit(
     )
     delta.update_incremental()  # the commit does not move this snapshot
     return delta.version()
+
+
+def _add_new_columns(delta: DeltaTable, schema: DeltaSchema) -> None:
+    """Add the columns of ``schema`` that the table does not have (nullable, at the end)."""
+    stored = {field.name for field in delta.schema().fields}
+    new = [field for field in schema.fields if field.name not in stored]
+    if new:
+        delta.alter.add_columns(new)
+        delta.update_incremental()
 
 
 def row_count(delta: DeltaTable) -> int:

@@ -24,6 +24,7 @@ def merge(
     delete_flag: str | None = None,
     partition_by: Sequence[str] = (),
     replace: tuple[str, Sequence[Any]] | None = None,
+    within_partitions: bool = True,
 ) -> int:
     """Upsert ``source`` (a batch's changes) by ``keys`` with delta-rs; returns the new version.
 
@@ -31,6 +32,7 @@ def merge(
     real changes only. In a partitioned table a key is looked for only in the partitions of the
     source's rows (the merge reads only those files): a key must not move between partitions,
     which holds when the partition is derived from the key or from a time that never changes.
+    Where it may move, ``within_partitions=False`` looks for each key in the whole table.
 
     Args:
         update_when: a SQL condition over ``source`` and ``target`` that a matching row must
@@ -69,9 +71,11 @@ def merge(
                 return delta.version()
         return _commit_markers(delta, partition_by, markers)
     matches = [f"target.`{key}` = source.`{key}`" for key in keys]
+    if within_partitions:
+        matches += _in_partitions(source, partition_by)
     merger = delta.merge(
         source,
-        " AND ".join([*matches, *_in_partitions(source, partition_by)]),
+        " AND ".join(matches),
         source_alias="source",
         target_alias="target",
         merge_schema=True,

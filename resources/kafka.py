@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -38,13 +39,22 @@ class KafkaResource(dg.ConfigurableResource):
     )
 
     def read_stream(
-        self, spark: SparkSession, topics: Iterable[str], group_id: str, starting: str = "earliest"
+        self,
+        spark: SparkSession,
+        topics: Iterable[str],
+        group_id: str,
+        starting: str = "earliest",
+        pattern: str | None = None,
     ) -> DataFrame:
-        """A streaming DataFrame of the records of ``topics`` (see ``resources.kafka_source``)."""
+        """A streaming DataFrame of the records of ``topics``, or of every topic whose whole name
+        matches the regular expression ``pattern`` (see ``resources.kafka_source``)."""
+        reader = spark.readStream.format(KAFKA_SOURCE_FORMAT)
+        if pattern is not None:
+            reader = reader.option("subscribePattern", pattern)
+        else:
+            reader = reader.option("subscribe", ",".join(topics))
         return (
-            spark.readStream.format(KAFKA_SOURCE_FORMAT)
-            .option("kafka.bootstrap.servers", self.bootstrap_servers)
-            .option("subscribe", ",".join(topics))
+            reader.option("kafka.bootstrap.servers", self.bootstrap_servers)
             .option("startingOffsets", starting)
             .option("maxRecordsPerTrigger", str(self.max_records_per_trigger))
             .option("groupId", group_id)
@@ -87,6 +97,10 @@ class KafkaResource(dg.ConfigurableResource):
         """The names of the cluster's topics."""
         with self._consumer() as consumer:
             return set(consumer.topics())
+
+    def matching(self, pattern: str) -> list[str]:
+        """The existing topics whose whole name matches the regular expression ``pattern``."""
+        return sorted(topic for topic in self.topics() if re.fullmatch(pattern, topic))
 
     def end_offsets(self, topics: Iterable[str]) -> dict[TopicPartitionKey, int]:
         """The log end offset of every partition of ``topics`` (missing topics are skipped)."""

@@ -6,6 +6,7 @@ Spark reads and writes the data.
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,7 +19,7 @@ from pyspark.sql import functions as F
 
 from resources import delta, delta_merge
 from resources.delta import Markers, PartitionFilters
-from resources.delta_files import hadoop_uri
+from resources.delta_files import Location, hadoop_uri
 
 
 class LakeResource(dg.ConfigurableResource):
@@ -75,6 +76,26 @@ class LakeResource(dg.ConfigurableResource):
                 F.col("_metadata.file_path").alias("source_file"),
             )
         )
+
+    def read_text(self, *parts: str) -> str | None:
+        """The text of the file at ``<root>/<parts...>``, or None when there is none."""
+        location = Location.of(self.path(*parts), self.storage_options)
+        try:
+            with location.filesystem.open_input_stream(location.path) as stream:
+                return stream.read().decode()
+        except FileNotFoundError:
+            return None
+
+    def write_text(self, text: str, *parts: str) -> None:
+        """Write ``text`` to the file at ``<root>/<parts...>``, whole: a reader sees the old file
+        or the new one (written beside it, then renamed, where the file system can rename)."""
+        location = Location.of(self.path(*parts), self.storage_options)
+        folder = location.path.rsplit("/", 1)[0]
+        location.filesystem.create_dir(folder, recursive=True)
+        partial = f"{folder}/.{uuid.uuid4().hex}.partial"
+        with location.filesystem.open_output_stream(partial) as stream:
+            stream.write(text.encode())
+        location.filesystem.move(partial, location.path)
 
     # ----- the log -----------------------------------------------------------------------------
     def find(self, layer: str, table: str) -> DeltaTable | None:
@@ -156,15 +177,21 @@ class LakeResource(dg.ConfigurableResource):
         return delta.read(spark, self.table(layer, table), partitions)
 
     def changes_since(
-        self, spark: SparkSession, layer: str, table: str, after_version: int | None
+        self,
+        spark: SparkSession,
+        layer: str,
+        table: str,
+        after_version: int | None,
+        with_change_type: bool = False,
     ) -> tuple[DataFrame, int]:
         """Rows inserted or updated after ``after_version`` (every row when None), from the change
-        data feed, and the table version they reach.
+        data feed, and the table version they reach; with the feed's ``_change_type`` column
+        (``insert``, ``update_postimage``) when ``with_change_type``.
 
         Raises:
             FileNotFoundError: the table does not exist yet.
         """
-        return delta.changes(spark, self.table(layer, table), after_version)
+        return delta.changes(spark, self.table(layer, table), after_version, with_change_type)
 
     def new_values(
         self,
@@ -217,6 +244,14 @@ class LakeResource(dg.ConfigurableResource):
         uri = self.table_uri(layer, table)
         return delta.replace_partitions(rows, uri, None, (), self.storage_options, markers)
 
+    def rewrite(
+        self, layer: str, table: str, rows: DataFrame, partition_by: Sequence[str] = ()
+    ) -> int:
+        """Replace the table with ``rows``, the same rows in a new schema or layout, in a commit
+        that is no data change (see ``resources.delta.rewrite``); returns the new version."""
+        uri = self.table_uri(layer, table)
+        return delta.rewrite(rows, uri, partition_by, self.storage_options)
+
     def merge(
         self,
         layer: str,
@@ -228,6 +263,7 @@ class LakeResource(dg.ConfigurableResource):
         delete_flag: str | None = None,
         partition_by: Sequence[str] = (),
         replace: tuple[str, Sequence[Any]] | None = None,
+        within_partitions: bool = True,
     ) -> int:
         """Upsert ``source`` (a batch's changes) by ``keys``; see ``resources.delta_merge``."""
         return delta_merge.merge(
@@ -240,4 +276,5 @@ class LakeResource(dg.ConfigurableResource):
             delete_flag=delete_flag,
             partition_by=partition_by,
             replace=replace,
+            within_partitions=within_partitions,
         )

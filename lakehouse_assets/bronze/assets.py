@@ -74,18 +74,28 @@ def run_bronze_stream(
     return run, metadata
 
 
-def kafka_bronze_asset(topic: str) -> dg.AssetsDefinition:
-    """The bronze asset of a Kafka topic: its records, appended exactly once, raw."""
-    stream = stream_name(BRONZE, topic)
+def kafka_bronze_asset(
+    table: str,
+    topics: Sequence[str] = (),
+    pattern: str | None = None,
+    description: str | None = None,
+    owners: Sequence[str] = (),
+) -> dg.AssetsDefinition:
+    """The bronze asset of Kafka ``topics`` (or of the topics matching ``pattern``): their
+    records, appended exactly once, raw."""
+    stream = stream_name(BRONZE, table)
+    origin = f"topics matching `{pattern}`" if pattern else f"topic `{', '.join(topics)}`"
 
     @dg.asset(
-        key=asset_key(BRONZE, topic),
+        key=asset_key(BRONZE, table),
         group_name=BRONZE,
         kinds={"spark", "delta", "kafka"},
         pool=stream,
-        description=f"Records of the Kafka topic `{topic}` as delivered (key, value and headers "
-        "as bytes, coordinates, timestamp), each exactly once, partitioned by the UTC date of the "
-        f"Kafka timestamp. Stream and consumer group: `{stream}`.",
+        owners=list(owners) or None,
+        description=(f"{description}\n\n" if description else "")
+        + f"Records of the Kafka {origin} as delivered (key, value and headers as bytes, "
+        "coordinates, timestamp), each exactly once, partitioned by the UTC date of the Kafka "
+        f"timestamp. Stream and consumer group: `{stream}`.",
     )
     def _asset(
         context: dg.AssetExecutionContext,
@@ -93,12 +103,13 @@ def kafka_bronze_asset(topic: str) -> dg.AssetsDefinition:
         kafka: KafkaResource,
         lake: LakeResource,
     ) -> dg.MaterializeResult:
-        log_ends = kafka.end_offsets([topic])  # fails fast, naming the servers, if unreachable
+        # Fails fast, naming the servers, if they are unreachable.
+        log_ends = kafka.end_offsets(kafka.matching(pattern) if pattern else topics)
         run, metadata = run_bronze_stream(
             context,
             lake,
-            topic,
-            lambda: kafka.read_stream(spark.get_session(), [topic], group_id=stream),
+            table,
+            lambda: kafka.read_stream(spark.get_session(), topics, stream, pattern=pattern),
             stamped_kafka_batch,
             [KAFKA_BRONZE_PARTITION],
             caught_up=lambda checkpoint: kafka_caught_up(checkpoint, log_ends),
@@ -148,5 +159,5 @@ def landing_bronze_asset(source: str) -> dg.AssetsDefinition:
     return _asset
 
 
-bronze_kafka_assets = [kafka_bronze_asset(topic) for topic in KAFKA_TOPICS]
+bronze_kafka_assets = [kafka_bronze_asset(topic, [topic]) for topic in KAFKA_TOPICS]
 bronze_landing_assets = [landing_bronze_asset(source) for source in LANDING_COLUMNS]

@@ -2,6 +2,8 @@
 VACUUM. Each table's files and bytes before and after are recorded as an observation of its
 asset, so the UI shows them beside the table's materializations."""
 
+from collections.abc import Mapping, Sequence
+
 import dagster as dg
 from pydantic import Field
 
@@ -33,14 +35,14 @@ class MaintenanceConfig(dg.Config):
     )
 
 
-def maintenance_job(layer: str) -> dg.JobDefinition:
-    """The job optimizing and vacuuming every existing table of ``layer``."""
+def maintenance_job(layer: str, tables: Sequence[str]) -> dg.JobDefinition:
+    """The job optimizing and vacuuming every existing table of ``tables`` in ``layer``."""
 
     @dg.op(name=f"maintain_{layer}_tables")
     def maintain(
         context: dg.OpExecutionContext, config: MaintenanceConfig, lake: LakeResource
     ) -> None:
-        for table in LAYER_TABLES[layer]:
+        for table in tables:
             if not lake.exists(layer, table):
                 continue
             size = config.target_file_size_mb * 1024 * 1024
@@ -67,19 +69,28 @@ def maintenance_job(layer: str) -> dg.JobDefinition:
     return _job
 
 
-maintenance_jobs = {layer: maintenance_job(layer) for layer in LAYER_TABLES}
+def maintenance_definitions(
+    extra_tables: Mapping[str, Sequence[str]],
+) -> tuple[dict[str, dg.JobDefinition], list[dg.ScheduleDefinition]]:
+    """The maintenance job of each layer (its tables and ``extra_tables``, e.g. of declared
+    sources), and their nightly schedules."""
+    jobs = {
+        layer: maintenance_job(layer, [*tables, *extra_tables.get(layer, ())])
+        for layer, tables in LAYER_TABLES.items()
+    }
+    schedules = [
+        # Every night at 02:00 UTC: bronze, the layer the streams write most often.
+        dg.ScheduleDefinition(
+            job=jobs[BRONZE], cron_schedule="0 2 * * *", execution_timezone="UTC"
+        ),
+        # Every night at 02:30 UTC: silver.
+        dg.ScheduleDefinition(
+            job=jobs[SILVER], cron_schedule="30 2 * * *", execution_timezone="UTC"
+        ),
+        # Every night at 03:00 UTC: gold.
+        dg.ScheduleDefinition(job=jobs[GOLD], cron_schedule="0 3 * * *", execution_timezone="UTC"),
+    ]
+    return jobs, schedules
 
-maintenance_schedules = [
-    # Every night at 02:00 UTC: bronze, the layer the streams write most often.
-    dg.ScheduleDefinition(
-        job=maintenance_jobs[BRONZE], cron_schedule="0 2 * * *", execution_timezone="UTC"
-    ),
-    # Every night at 02:30 UTC: silver.
-    dg.ScheduleDefinition(
-        job=maintenance_jobs[SILVER], cron_schedule="30 2 * * *", execution_timezone="UTC"
-    ),
-    # Every night at 03:00 UTC: gold.
-    dg.ScheduleDefinition(
-        job=maintenance_jobs[GOLD], cron_schedule="0 3 * * *", execution_timezone="UTC"
-    ),
-]
+
+maintenance_jobs, maintenance_schedules = maintenance_definitions({})

@@ -4,6 +4,7 @@ not read). They decide only whether to launch; what was processed lives in the c
 """
 
 import time
+from collections.abc import Sequence
 
 import dagster as dg
 
@@ -36,11 +37,17 @@ def run_in_progress(instance: dg.DagsterInstance, key: dg.AssetKey) -> bool:
 
 
 def stream_lag(
-    kafka: KafkaResource, lake: LakeResource, topic: str
+    kafka: KafkaResource,
+    lake: LakeResource,
+    table: str,
+    topics: Sequence[str] = (),
+    pattern: str | None = None,
 ) -> dict[TopicPartitionKey, int]:
-    """Records of ``topic`` not yet committed by its bronze stream, per partition."""
-    checkpoint = lake.spark_path(CHECKPOINTS_DIR, stream_name(BRONZE, topic))
-    return kafka.lag([topic], from_offsets(committed_offsets(checkpoint) or {}))
+    """Records of ``topics`` (or of the topics matching ``pattern``) not yet committed by the
+    stream of ``bronze.<table>``, per partition."""
+    checkpoint = lake.spark_path(CHECKPOINTS_DIR, stream_name(BRONZE, table))
+    subscribed = kafka.matching(pattern) if pattern else topics
+    return kafka.lag(subscribed, from_offsets(committed_offsets(checkpoint) or {}))
 
 
 def _request(key: dg.AssetKey, stream: str) -> dg.RunRequest:
@@ -56,12 +63,19 @@ def _first_run(
     return dg.SensorResult(run_requests=[_request(key, stream)])
 
 
-def kafka_lag_sensor(topic: str, settings: SensorSettings) -> dg.SensorDefinition:
-    """Launches ``bronze/<topic>`` when its stream lags; records the lag on the asset."""
-    key, stream = asset_key(BRONZE, topic), stream_name(BRONZE, topic)
+def kafka_lag_sensor(
+    table: str,
+    settings: SensorSettings,
+    topics: Sequence[str] = (),
+    pattern: str | None = None,
+) -> dg.SensorDefinition:
+    """Launches ``bronze/<table>`` when its stream lags behind ``topics`` (or the topics matching
+    ``pattern``; default: the topic named like the table); records the lag on the asset."""
+    key, stream = asset_key(BRONZE, table), stream_name(BRONZE, table)
+    topics = topics or ([] if pattern else [table])
 
     @dg.sensor(
-        name=f"{topic}_kafka_lag",
+        name=f"{table}_kafka_lag",
         asset_selection=[key],
         minimum_interval_seconds=settings.interval_s,
         default_status=dg.DefaultSensorStatus.RUNNING,
@@ -73,9 +87,9 @@ def kafka_lag_sensor(topic: str, settings: SensorSettings) -> dg.SensorDefinitio
     ) -> dg.SensorResult | dg.SkipReason:
         if run_in_progress(context.instance, key):
             return dg.SkipReason(f"A run of {stream} is queued or in progress.")
-        if not lake.exists(BRONZE, topic):
+        if not lake.exists(BRONZE, table):
             return _first_run(context, key, stream)
-        lag = stream_lag(kafka, lake, topic)
+        lag = stream_lag(kafka, lake, table, topics, pattern)
         total = sum(lag.values())
         shown = ", ".join(f"{t}-{p}: {n}" for (t, p), n in sorted(lag.items())) or "no partitions"
         observed = dg.AssetObservation(

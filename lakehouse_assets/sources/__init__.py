@@ -1,0 +1,1 @@
+"""Declared sources: Kafka topics brought into bronze and silver by a YAML declaration."""

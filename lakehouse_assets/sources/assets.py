@@ -1,0 +1,128 @@
+"""The Dagster side of a declared source: its bronze and silver assets, its lag sensor and the
+tables maintenance keeps, all from the declaration."""
+
+from collections.abc import Iterator
+
+import dagster as dg
+from pydantic import Field
+
+from lakehouse_assets.bronze.assets import kafka_bronze_asset
+from lakehouse_assets.constants import BRONZE, SILVER, asset_key, consumer_app_id
+from lakehouse_assets.partitions import silver_automation
+from lakehouse_assets.sensors.streams import kafka_lag_sensor
+from lakehouse_assets.sources.declarations import SourceDeclaration
+from lakehouse_assets.sources.refine import (
+    quarantine_table,
+    refine,
+    reinfer_schema,
+    schema_path,
+)
+from resources import LakeResource, SensorSettings, SparkResource
+
+SILVER_KINDS = {"spark", "delta"}
+MODE_DESCRIPTIONS = {
+    "append": "Every valid record, typed",
+    "latest-per-key": "The latest valid record of each Kafka key (the highest offset wins; a "
+    "tombstone deletes the key's row)",
+}
+
+
+class DeclaredSilverConfig(dg.Config):
+    """Options of one run of a declared source's silver asset."""
+
+    reinfer_schema: bool = Field(
+        default=False,
+        description="Infer the schema anew from the latest value per key in bronze, replacing "
+        "the schema file, before reading the new records.",
+    )
+
+
+def bronze_asset(source: SourceDeclaration) -> dg.AssetsDefinition:
+    """``bronze/<name>``: the source's Kafka records as delivered."""
+    return kafka_bronze_asset(
+        source.name,
+        [source.topic] if source.topic else [],
+        pattern=source.topic_pattern,
+        description=source.description,
+        owners=source.owners,
+    )
+
+
+def silver_asset(source: SourceDeclaration) -> dg.AssetsDefinition:
+    """``silver/<name>`` and ``silver/<name>_quarantine``, refined from ``bronze/<name>``."""
+    table_key = asset_key(SILVER, source.name)
+    quarantine_key = asset_key(SILVER, quarantine_table(source))
+    upstream = asset_key(BRONZE, source.name)
+    shape = "flattened into <parent>_<child> columns" if source.flatten else "nested"
+    common = {
+        "deps": [upstream],
+        "group_name": SILVER,
+        "kinds": SILVER_KINDS,
+        "automation_condition": silver_automation,
+        "owners": list(source.owners) or None,
+        "tags": {"lakehouse/source": source.name, "lakehouse/mode": source.mode},
+    }
+
+    @dg.multi_asset(
+        name=f"silver_{source.name}",
+        specs=[
+            dg.AssetSpec(
+                table_key,
+                description=f"{MODE_DESCRIPTIONS[source.mode]} of the declared source "
+                f"`{source.name}`, {shape}, with the Kafka coordinates (`_kafka_*`). Schema: "
+                f"`{'/'.join(schema_path(source))}` under the lake root."
+                + (f"\n\n{source.description}" if source.description else ""),
+                **common,
+            ),
+            dg.AssetSpec(
+                quarantine_key,
+                description=f"Rejected `{source.name}` records: original bytes (`raw`) and their "
+                "readable text (`raw_text`), reason, coordinates.",
+                **common,
+            ),
+        ],
+    )
+    def _asset(
+        context: dg.AssetExecutionContext,
+        config: DeclaredSilverConfig,
+        spark: SparkResource,
+        lake: LakeResource,
+    ) -> Iterator[dg.MaterializeResult]:
+        session = spark.get_session()
+        app_id = consumer_app_id(source.name, (BRONZE, source.name))
+        consumed = lake.committed_version(SILVER, source.name, app_id)
+        changes, version = lake.changes_since(
+            session, BRONZE, source.name, consumed, with_change_type=True
+        )
+        metadata = {"upstream_version": version}
+        if config.reinfer_schema and lake.exists(BRONZE, source.name):
+            reinfer_schema(lake, session, source)
+        if version != consumed or not lake.exists(SILVER, source.name):
+            done = refine(lake, session, source, changes, {app_id: version})
+            context.log.info(f"silver.{source.name}: {done.metadata()}")
+            metadata.update(done.metadata())
+        yield dg.MaterializeResult(
+            asset_key=table_key, metadata={**lake.table_metadata(SILVER, source.name), **metadata}
+        )
+        yield dg.MaterializeResult(
+            asset_key=quarantine_key,
+            metadata=lake.table_metadata(SILVER, quarantine_table(source)),
+        )
+
+    return _asset
+
+
+def source_assets(source: SourceDeclaration) -> list[dg.AssetsDefinition]:
+    """Every asset of a declared source."""
+    return [bronze_asset(source), silver_asset(source)]
+
+
+def source_sensor(source: SourceDeclaration, settings: SensorSettings) -> dg.SensorDefinition:
+    """The Kafka lag sensor launching the source's bronze stream."""
+    topics = [source.topic] if source.topic else []
+    return kafka_lag_sensor(source.name, settings, topics, pattern=source.topic_pattern)
+
+
+def source_tables(source: SourceDeclaration) -> dict[str, list[str]]:
+    """The source's tables per layer (for maintenance)."""
+    return {BRONZE: [source.name], SILVER: [source.name, quarantine_table(source)]}

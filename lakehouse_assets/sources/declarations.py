@@ -1,0 +1,261 @@
+"""Declared sources: one YAML file per Kafka source, validated, each becoming bronze and silver
+assets (``lakehouse_assets.sources.assets``) without code.
+
+A declaration (``sources/orders.yaml``; the file's name is the source's name)::
+
+    topic: shop.public.orders        # or topic_pattern: 'shop\\.public\\..*'
+    format: debezium-json            # json | debezium-json
+    mode: cdc-scd1                   # append | latest-per-key | cdc-scd1 | cdc-scd2
+    keys: [id]
+    order_by: source.lsn             # default: the Kafka offset
+    partition_by: [country, date(created_at)]
+
+A file that does not validate is reported with its file, line and field, and skipped: the other
+sources still load.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Collection, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from lakehouse_assets.constants import QUARANTINE_SUFFIX
+
+ENV_SOURCES_DIR = "LAKEHOUSE_SOURCES"
+DEFAULT_SOURCES_DIR = "sources"
+OFFSET = "offset"  # order_by's default: the Kafka offset
+NAME = re.compile(r"[a-z][a-z0-9_]*")
+# A path into a record: dot-separated field names (``source.lsn``, ``ts_ms``).
+FIELD_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+DATE_OF = re.compile(r"date\(\s*([A-Za-z_][A-Za-z0-9_]*)\s*\)")
+
+Format = Literal["json", "debezium-json"]
+Mode = Literal["append", "latest-per-key", "cdc-scd1", "cdc-scd2"]
+CDC_MODES = ("cdc-scd1", "cdc-scd2")
+
+
+def _partition_entry(entry: str) -> str:
+    if not (NAME.fullmatch(entry) or DATE_OF.fullmatch(entry)):
+        raise ValueError(f"{entry!r} is neither a column name nor date(<column>)")
+    return entry
+
+
+PartitionEntry = Annotated[str, AfterValidator(_partition_entry)]
+
+
+class SourceDeclaration(BaseModel):
+    """A Kafka source declared in a YAML file: what to read, how to parse it, how to keep it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(description="Tables bronze/<name> and silver/<name>: the file's name.")
+    topic: str | None = Field(default=None, description="The topic to read.")
+    topic_pattern: str | None = Field(
+        default=None, description="A regular expression: every topic whose whole name matches."
+    )
+    format: Format = Field(default="json", description="How a record's value is encoded.")
+    mode: Mode = Field(default="append", description="What the silver table keeps.")
+    keys: tuple[str, ...] = Field(
+        default=(), description="Columns identifying a row (cdc modes; the Kafka key otherwise)."
+    )
+    order_by: str = Field(
+        default=OFFSET,
+        description="Which of two changes of a key is newer: 'offset' (the Kafka offset) or a "
+        "field path of the record (for Debezium, of the envelope: 'source.lsn', 'ts_ms').",
+    )
+    partition_by: tuple[PartitionEntry, ...] = Field(
+        default=(), description="Partition columns of silver: a column, or date(<column>)."
+    )
+    flatten: bool = Field(
+        default=True, description="Nested records become <parent>_<child> columns."
+    )
+    description: str | None = Field(default=None, description="Shown on the assets.")
+    owners: tuple[str, ...] = Field(
+        default=(), description="Dagster owners: emails or team:<name>."
+    )
+    sample_size: int = Field(
+        default=10_000, gt=0, description="Records the schema is first inferred from at most."
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not NAME.fullmatch(value):
+            raise ValueError("must be lower case letters, digits and _, starting with a letter")
+        return value
+
+    @field_validator("topic_pattern")
+    @classmethod
+    def _pattern(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as error:
+                raise ValueError(f"is not a regular expression: {error}") from error
+        return value
+
+    @field_validator("order_by")
+    @classmethod
+    def _order_by(cls, value: str) -> str:
+        if not FIELD_PATH.fullmatch(value):
+            raise ValueError("must be 'offset' or a dotted field path such as source.lsn")
+        return value
+
+    @property
+    def partition_columns(self) -> list[tuple[str, str | None]]:
+        """``(column, date source column or None)`` per partition entry: ``date(created_at)``
+        is the column ``created_at_date``."""
+        columns: list[tuple[str, str | None]] = []
+        for entry in self.partition_by:
+            match = DATE_OF.fullmatch(entry)
+            columns.append((f"{match[1]}_date", match[1]) if match else (entry, None))
+        return columns
+
+    @property
+    def keyed(self) -> bool:
+        """Whether silver keeps one row (or one history) per key rather than every record."""
+        return self.mode != "append"
+
+
+@dataclass(frozen=True)
+class DeclarationError:
+    """Why a declaration file was not loaded: the file, the line and the field at fault."""
+
+    file: Path
+    line: int
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        where = f" (field '{self.field}')" if self.field else ""
+        return f"{self.file}:{self.line}{where}: {self.message}"
+
+
+class InvalidDeclaration(ValueError):
+    """A declaration file that does not validate."""
+
+    def __init__(self, errors: Sequence[DeclarationError]) -> None:
+        super().__init__("\n".join(str(error) for error in errors))
+        self.errors = list(errors)
+
+
+def sources_dir(environ: dict[str, str] | None = None) -> Path:
+    """The folder of the declarations: ``LAKEHOUSE_SOURCES``, default ``sources``."""
+    env = os.environ if environ is None else environ
+    return Path(env.get(ENV_SOURCES_DIR) or DEFAULT_SOURCES_DIR)
+
+
+def load_declaration(path: Path) -> SourceDeclaration:
+    """The declaration in ``path`` (its name defaults to the file's).
+
+    Raises:
+        InvalidDeclaration: the file is not YAML, or does not declare a valid source.
+    """
+    text = path.read_text()
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        line = mark.line + 1 if mark else 1
+        raise InvalidDeclaration([DeclarationError(path, line, "", f"not YAML: {error}")]) from None
+    if not isinstance(data, dict) or node is None:
+        raise InvalidDeclaration([DeclarationError(path, 1, "", "must be a mapping of fields")])
+    lines = dict(_field_lines(node))
+    data.setdefault("name", path.stem)
+    try:
+        declaration = SourceDeclaration.model_validate(data)
+    except ValidationError as error:
+        raise InvalidDeclaration(
+            [_error(path, lines, e["loc"], e["msg"], e["type"]) for e in error.errors()]
+        ) from None
+    problems = [_error(path, lines, (field,), msg) for field, msg in _rule_errors(declaration)]
+    if problems:
+        raise InvalidDeclaration(problems)
+    return declaration
+
+
+def load_declarations(
+    folder: Path, reserved: Collection[str] = ()
+) -> tuple[list[SourceDeclaration], list[DeclarationError]]:
+    """Every valid declaration in ``folder`` (``*.yaml``, ``*.yml``; none when it does not
+    exist), and the errors of the others. Two files declaring one name are both refused, and so
+    is a name whose tables would be ``reserved`` ones (the tables of the built-in pipeline)."""
+    paths = sorted([*folder.glob("*.yaml"), *folder.glob("*.yml")]) if folder.is_dir() else []
+    loaded: list[tuple[Path, SourceDeclaration]] = []
+    errors: list[DeclarationError] = []
+    for path in paths:
+        try:
+            loaded.append((path, load_declaration(path)))
+        except InvalidDeclaration as invalid:
+            errors.extend(invalid.errors)
+    names = [declaration.name for _, declaration in loaded]
+    declarations = []
+    for path, declaration in loaded:
+        taken = {declaration.name, f"{declaration.name}{QUARANTINE_SUFFIX}"} & set(reserved)
+        if taken:
+            message = f"the name {declaration.name!r} is taken: a table {sorted(taken)[0]} exists"
+            errors.append(DeclarationError(path, lines_of(path).get(("name",), 1), "name", message))
+        elif names.count(declaration.name) > 1:
+            others = [str(p) for p, d in loaded if d.name == declaration.name and p != path]
+            message = f"the name {declaration.name!r} is also declared by {', '.join(others)}"
+            errors.append(DeclarationError(path, lines_of(path).get(("name",), 1), "name", message))
+        else:
+            declarations.append(declaration)
+    return declarations, errors
+
+
+def lines_of(path: Path) -> dict[tuple[Any, ...], int]:
+    """The line of each field of a (valid YAML) declaration file."""
+    node = yaml.compose(path.read_text(), Loader=yaml.SafeLoader)
+    return dict(_field_lines(node)) if node is not None else {}
+
+
+def _rule_errors(declaration: SourceDeclaration) -> Iterator[tuple[str, str]]:
+    """Rules across fields, as ``(field, message)``."""
+    if (declaration.topic is None) == (declaration.topic_pattern is None):
+        yield "topic", "set exactly one of 'topic' and 'topic_pattern'"
+    if declaration.mode in CDC_MODES:
+        if declaration.format != "debezium-json":
+            yield "format", f"mode {declaration.mode} reads Debezium envelopes: 'debezium-json'"
+        if not declaration.keys:
+            yield "keys", f"mode {declaration.mode} needs the key columns of the rows"
+    if declaration.mode == "latest-per-key" and declaration.keys:
+        yield "keys", "latest-per-key keys rows by the Kafka key: leave 'keys' out"
+    if declaration.mode == "latest-per-key" and declaration.order_by != OFFSET:
+        yield "order_by", "latest-per-key keeps the record of highest offset: leave out 'order_by'"
+    if declaration.mode == "append" and declaration.order_by != OFFSET:
+        yield "order_by", "an append source keeps every record: 'order_by' does not apply"
+
+
+def _error(
+    path: Path, lines: dict[tuple[Any, ...], int], loc: tuple[Any, ...], msg: str, kind: str = ""
+) -> DeclarationError:
+    field = ".".join(str(part) for part in loc)
+    line = next((lines[loc[:n]] for n in range(len(loc), 0, -1) if loc[:n] in lines), 1)
+    if kind == "extra_forbidden":
+        known = ", ".join(SourceDeclaration.model_fields)
+        msg = f"unknown field; a declaration has {known}"
+    elif kind == "literal_error":
+        msg = msg.replace("Input should be", "must be")
+    return DeclarationError(path, line, field, msg.removeprefix("Value error, "))
+
+
+def _field_lines(node: yaml.Node, loc: tuple[Any, ...] = ()) -> Iterator[tuple[tuple, int]]:
+    """``(field path, line)`` of every value in a composed YAML document (lines from 1)."""
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            path = (*loc, key.value)
+            yield path, key.start_mark.line + 1
+            yield from _field_lines(value, path)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            yield (*loc, index), item.start_mark.line + 1
+            yield from _field_lines(item, (*loc, index))

@@ -1,0 +1,197 @@
+"""A declared source's bronze changes into its silver table: read with the source's schema
+(inferred, persisted, evolved), rejects to the quarantine table, the rest kept as the mode says.
+
+Each write carries the transaction marker of the bronze version read, so a re-run after a crash
+neither loses nor repeats a batch. The schema file is written before the tables: a crash between
+leaves a schema that already describes the batch the re-run reads again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType, StructType
+
+from lakehouse_assets.constants import BRONZE, QUARANTINE_SUFFIX, SILVER
+from lakehouse_assets.silver.validation import REASON, kafka_quarantine
+from lakehouse_assets.sources import evolution, transforms
+from lakehouse_assets.sources import schema as types
+from lakehouse_assets.sources.declarations import SourceDeclaration
+from lakehouse_assets.sources.schema import Schema
+from resources import LakeResource, delta
+from resources.delta import Markers
+
+SCHEMAS_DIR = "_schemas"  # <root>/silver/_schemas/<source>.json, beside the silver tables
+DELETED = "_deleted"  # a tombstone: the key's row goes
+
+
+@dataclass
+class Refined:
+    """What one run did to a declared source's silver tables."""
+
+    rows: int = 0
+    rejected: int = 0
+    schema_inferred: bool = False
+    added: list[str] = field(default_factory=list)
+    widened: list[str] = field(default_factory=list)
+
+    def metadata(self) -> dict[str, Any]:
+        return {
+            "records_read": self.rows + self.rejected,
+            "schema_inferred": self.schema_inferred,
+            "columns_added": ", ".join(self.added) or "-",
+            "columns_widened": ", ".join(self.widened) or "-",
+        }
+
+
+def quarantine_table(source: SourceDeclaration) -> str:
+    return f"{source.name}{QUARANTINE_SUFFIX}"
+
+
+def schema_path(source: SourceDeclaration) -> tuple[str, ...]:
+    """Where the source's schema file lives, under the lake root."""
+    return (SILVER, SCHEMAS_DIR, f"{source.name}.json")
+
+
+def load_schema(lake: LakeResource, source: SourceDeclaration) -> Schema | None:
+    """The source's persisted schema, or None before the first run (or after a deletion, which
+    asks for a new inference).
+
+    Raises:
+        SchemaError: the file was edited into something that is not a schema.
+    """
+    text = lake.read_text(*schema_path(source))
+    return types.loads(text, where=lake.path(*schema_path(source))) if text else None
+
+
+def reinfer_schema(lake: LakeResource, spark: SparkSession, source: SourceDeclaration) -> Schema:
+    """Infer the source's schema anew from the latest value per key of all of bronze, and
+    replace the file with it. Columns the table has keep their types until the data widens them.
+    """
+    records = records_of(lake.read(spark, BRONZE, source.name), source)
+    schema = evolution.infer(records.where(~F.col(DELETED)), source.sample_size)
+    lake.write_text(types.dumps(schema), *schema_path(source))
+    return schema
+
+
+def records_of(changes: DataFrame, source: SourceDeclaration) -> DataFrame:
+    """Bronze changes with their parsed value (``_variant``), a ``reason`` when rejected, and
+    ``_deleted`` for the tombstones (records without a value) of a latest-per-key source."""
+    parsed = transforms.parse_values(changes)
+    tombstone = F.col("value").isNull()
+    if source.mode == "latest-per-key":
+        reason = F.when(F.col("key").isNull(), F.lit("null key")).when(~tombstone, F.col(REASON))
+    else:
+        reason = F.when(tombstone, F.lit("no value (tombstone)")).otherwise(F.col(REASON))
+    return parsed.withColumn(REASON, reason).withColumn(DELETED, tombstone)
+
+
+def refine(
+    lake: LakeResource,
+    spark: SparkSession,
+    source: SourceDeclaration,
+    changes: DataFrame,
+    markers: Markers,
+) -> Refined:
+    """Bring ``silver.<source>`` and its quarantine table up to date with ``changes``."""
+    records = records_of(changes, source).cache()
+    done = Refined()
+    schema = load_schema(lake, source)
+    if schema is None:
+        schema = evolution.infer(records.where(~F.col(DELETED)), source.sample_size)
+        done.schema_inferred = True
+    batch = evolution.for_batch(records.where(~F.col(DELETED)), schema, source.flatten)
+    if batch.schema != schema or done.schema_inferred:
+        lake.write_text(types.dumps(batch.schema), *schema_path(source))
+    done.added, done.widened = batch.added, batch.widened
+    if batch.widened and lake.exists(SILVER, source.name):
+        _widen_table(lake, spark, source, batch.schema)
+    checks = transforms.violations(batch.schema, source.flatten, batch.rejected_types)
+    checked = transforms.with_reason(records, checks).cache()
+    done.rejected = _quarantine(lake, source, checked, markers)
+    valid = checked.where(F.col(REASON).isNull())
+    columns = transforms.typed_columns(batch.schema, source.flatten, empty_as_null=True)
+    rows = transforms.refined(valid, columns, source.partition_columns, keep=[DELETED])
+    done.rows = _keep(lake, source, rows, valid, markers)
+    checked.unpersist()
+    records.unpersist()
+    return done
+
+
+def _quarantine(
+    lake: LakeResource, source: SourceDeclaration, checked: DataFrame, markers: Markers
+) -> int:
+    table = quarantine_table(source)
+    if lake.holds(SILVER, table, markers):
+        return 0
+    rejected = kafka_quarantine(checked)
+    count = rejected.count()
+    if count or not lake.exists(SILVER, table):
+        lake.append(SILVER, table, rejected, markers=markers)
+    return count
+
+
+def _keep(
+    lake: LakeResource,
+    source: SourceDeclaration,
+    rows: DataFrame,
+    valid: DataFrame,
+    markers: Markers,
+) -> int:
+    partition_by = [column for column, _ in source.partition_columns]
+    if lake.holds(SILVER, source.name, markers):
+        return 0
+    rows = _conform(lake, source, rows)
+    if source.mode == "append":
+        kept = rows.drop(DELETED)
+        lake.append(SILVER, source.name, kept, partition_by, markers=markers)
+        return valid.count()
+    newest = transforms.newest_per_key(rows, ["_kafka_key"]).toArrow()
+    lake.merge(
+        SILVER, source.name, newest, ["_kafka_key"], markers=markers, delete_flag=DELETED,
+        partition_by=partition_by, within_partitions=False,
+    )  # fmt: skip
+    return newest.num_rows
+
+
+def _widen_table(
+    lake: LakeResource, spark: SparkSession, source: SourceDeclaration, schema: Schema
+) -> None:
+    """Rewrite ``silver.<source>`` with its columns in the wider types of ``schema`` (a Delta
+    column's type changes only by a rewrite; the rows are the same: no data change)."""
+    stored = lake.read(spark, SILVER, source.name)
+    wanted = {name: types.data_type(t) for name, _, t in types.leaves(schema, source.flatten)}
+    columns, changed = [], False
+    for column in stored.schema.fields:
+        target = wanted.get(column.name)
+        if target is None or column.dataType == target:
+            columns.append(F.col(column.name))
+            continue
+        changed = True
+        if isinstance(target, StructType | ArrayType):  # a JSON round trip: lossless
+            columns.append(F.from_json(F.to_json(column.name), target).alias(column.name))
+        else:
+            columns.append(F.col(column.name).cast(target).alias(column.name))
+    if changed:
+        partition_by = [column for column, _ in source.partition_columns]
+        lake.rewrite(SILVER, source.name, stored.select(*columns), partition_by)
+
+
+def _conform(lake: LakeResource, source: SourceDeclaration, rows: DataFrame) -> DataFrame:
+    """``rows`` with each column the table already has in the table's type (a schema file
+    edited to a narrower type does not change the table: its values are cast)."""
+    table = lake.find(SILVER, source.name)
+    if table is None:
+        return rows
+    stored = {f.name: f.dataType for f in delta.spark_schema(table).fields}
+    return rows.select(
+        *[
+            F.col(f.name).cast(stored[f.name]).alias(f.name)
+            if f.name in stored and stored[f.name] != f.dataType
+            else F.col(f.name)
+            for f in rows.schema.fields
+        ]
+    )

@@ -1,0 +1,264 @@
+"""The schema of a declared JSON source: a tree of types, inferred from the data, persisted as a
+file a person can read and edit, and evolved as the data changes.
+
+A schema is written as the JSON document it describes, each value replaced by its type::
+
+    {"id": "long", "price": "double", "customer": {"name": "string"}, "tags": ["string"],
+     "items": [{"sku": "string", "qty": "long"}], "created": "timestamp", "notes": []}
+
+Scalar types: ``boolean``, ``int``, ``long``, ``double``, ``string``, ``date`` (an ISO date
+string), ``timestamp`` (an ISO date-time string); an object is a mapping; an array is a list of its
+element's type, ``[]`` while only empty arrays were seen. Inference types JSON numbers as ``long``
+or ``double`` and text as ``string``, as Spark's JSON reader does; ``int``, ``date`` and
+``timestamp`` come from an edited file.
+
+Evolution never loses data: a new field adds a column; a value a wider type holds widens the
+column (``int`` -> ``long`` -> ``double``, ``date`` -> ``timestamp``, ``[]`` -> any array,
+new fields of nested objects); any other value is incompatible, and its record is quarantined.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from typing import Any, TypeAlias
+
+from pyspark.sql.types import (
+    ArrayType,
+    BooleanType,
+    DataType,
+    DateType,
+    DoubleType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+Type: TypeAlias = "str | dict[str, Type] | list[Type]"
+Schema: TypeAlias = "dict[str, Type]"
+
+SCALARS = ("boolean", "int", "long", "double", "string", "date", "timestamp")
+MIXED = "variant"  # values of several types: Spark's VARIANT in a merged variant schema
+# What each scalar type accepts (types of values, as ``observed`` names them).
+ACCEPTS = {
+    "boolean": {"boolean"},
+    "int": {"long"},  # when the value fits: checked on the values
+    "long": {"long"},
+    "double": {"long", "double"},
+    "string": {"string"},
+    "date": {"string", "date"},  # ISO dates: checked on the values
+    "timestamp": {"string", "date", "timestamp"},  # ISO dates and date-times: checked too
+}
+WIDER = {"int": ("long", "double"), "long": ("double",), "date": ("timestamp",)}
+_SPARK = {"long": "bigint", "int": "int"}
+_DATA_TYPES = {
+    "boolean": BooleanType, "int": IntegerType, "long": LongType, "double": DoubleType,
+    "string": StringType, "date": DateType, "timestamp": TimestampType,
+}  # fmt: skip
+
+
+class SchemaError(ValueError):
+    """A schema file that does not describe a schema."""
+
+
+# ----- types observed in the data ----------------------------------------------------------------
+def observed(variant_type: str) -> Type | None:
+    """The type of values described by Spark's ``schema_of_variant`` (or ``_agg``) text, e.g.
+    ``OBJECT<a: BIGINT, b: ARRAY<STRING>>``; None for VOID (only nulls)."""
+    parsed, rest = _parse(variant_type.strip())
+    if rest:
+        raise ValueError(f"Unexpected {rest!r} in the variant type {variant_type!r}")
+    return parsed
+
+
+def _parse(text: str) -> tuple[Type | None, str]:
+    if text.startswith("OBJECT<"):
+        fields: dict[str, Type] = {}
+        rest = text[len("OBJECT<") :]
+        while not rest.startswith(">"):
+            name, rest = _name(rest)
+            value, rest = _parse(rest.removeprefix(":").lstrip())
+            if value is not None:
+                fields[name] = value
+            rest = rest.removeprefix(",").lstrip()
+        return fields, rest[1:]
+    if text.startswith("ARRAY<"):
+        element, rest = _parse(text[len("ARRAY<") :])
+        return ([] if element is None else [element]), rest.removeprefix(">")
+    word = text.split(">")[0].split(",")[0].split("(")[0].strip()
+    rest = text[len(word) :]
+    if rest.startswith("("):  # DECIMAL(p,s)
+        rest = rest[rest.index(")") + 1 :]
+    kinds = {"BIGINT": "long", "DOUBLE": "double", "FLOAT": "double", "DECIMAL": "double",
+             "STRING": "string", "BOOLEAN": "boolean", "DATE": "date", "TIMESTAMP": "timestamp",
+             "TIMESTAMP_NTZ": "timestamp", "VARIANT": MIXED, "VOID": None}  # fmt: skip
+    if word not in kinds:
+        raise ValueError(f"Unsupported variant type {word!r}")
+    return kinds[word], rest
+
+
+def _name(text: str) -> tuple[str, str]:
+    if not text.startswith("`"):
+        name, _, rest = text.partition(":")
+        return name.strip(), ":" + rest
+    index, chars = 1, []
+    while True:  # a quoted name; a doubled backtick is one backtick
+        if text[index] == "`" and text[index + 1 : index + 2] == "`":
+            chars.append("`")
+            index += 2
+        elif text[index] == "`":
+            return "".join(chars), text[index + 1 :]
+        else:
+            chars.append(text[index])
+            index += 1
+
+
+# ----- evolution ---------------------------------------------------------------------------------
+def accepts(declared: Type, seen: Type) -> bool:
+    """Whether a column of type ``declared`` holds values of type ``seen`` as they are."""
+    if isinstance(declared, str):
+        return isinstance(seen, str) and seen in ACCEPTS[declared]
+    if isinstance(declared, dict):
+        return isinstance(seen, dict) and all(
+            name in declared and accepts(declared[name], value) for name, value in seen.items()
+        )
+    if not isinstance(seen, list):
+        return False
+    if not seen:
+        return True  # an empty array fits any array
+    return bool(declared) and accepts(declared[0], seen[0])
+
+
+def widen(declared: Type | None, seen: Type) -> Type | None:
+    """The narrowest type holding both ``declared`` values and ``seen`` ones, or None when
+    there is none (the values are incompatible). ``declared`` None: a new field."""
+    if declared is None:
+        return None if _has_mixed(seen) else seen
+    if accepts(declared, seen):
+        return declared
+    if isinstance(declared, str) and isinstance(seen, str):
+        if seen in WIDER.get(declared, ()):
+            return seen
+        if declared == "int" and seen == "double":
+            return "double"
+        return None
+    if isinstance(declared, dict) and isinstance(seen, dict):
+        merged = dict(declared)
+        for name, value in seen.items():
+            wider = widen(declared.get(name), value)
+            if wider is None:
+                return None
+            merged[name] = wider
+        return merged
+    if isinstance(declared, list) and isinstance(seen, list):
+        if not declared:
+            return None if _has_mixed(seen) else seen
+        element = widen(declared[0], seen[0])
+        return None if element is None else [element]
+    return None
+
+
+def evolve(schema: Schema, seen: Type) -> Schema:
+    """``schema`` grown by what the data shows: new fields added, compatible values widened.
+    Fields whose values are incompatible (or of several types) keep their type: their records
+    are quarantined."""
+    if not isinstance(seen, dict):
+        return schema
+    grown = dict(schema)
+    for name, value in seen.items():
+        if value == MIXED:
+            continue
+        if isinstance(value, dict) and isinstance(schema.get(name), dict | None):
+            grown[name] = evolve(schema.get(name) or {}, value)  # type: ignore[arg-type]
+            continue
+        wider = widen(schema.get(name), value)
+        if wider is not None:
+            grown[name] = wider
+    return grown
+
+
+def _has_mixed(value: Type) -> bool:
+    if value == MIXED:
+        return True
+    if isinstance(value, dict):
+        return any(_has_mixed(v) for v in value.values())
+    return isinstance(value, list) and any(_has_mixed(v) for v in value)
+
+
+# ----- Spark columns -----------------------------------------------------------------------------
+def spark_type(value: Type) -> str:
+    """The Spark SQL type of a column of type ``value``."""
+    if isinstance(value, str):
+        return _SPARK.get(value, value)
+    if isinstance(value, dict):
+        fields = ", ".join(f"`{name}`: {spark_type(v)}" for name, v in value.items())
+        return f"struct<{fields}>"
+    return f"array<{spark_type(value[0]) if value else 'string'}>"
+
+
+def data_type(value: Type) -> DataType:
+    """The Spark data type of a column of type ``value``."""
+    if isinstance(value, str):
+        return _DATA_TYPES[value]()
+    if isinstance(value, dict):
+        return StructType([StructField(name, data_type(v)) for name, v in value.items()])
+    return ArrayType(data_type(value[0]) if value else StringType())
+
+
+def leaves(
+    schema: Schema, flatten: bool, separator: str = "_"
+) -> Iterator[tuple[str, tuple[str, ...], Type]]:
+    """``(column, path, type)`` of each column a record becomes: nested objects are flattened
+    into ``parent<separator>child`` columns when ``flatten`` (arrays are kept whole)."""
+    for name, value in schema.items():
+        if flatten and isinstance(value, dict) and value:
+            for column, path, leaf in leaves(value, flatten, separator):
+                yield f"{name}{separator}{column}", (name, *path), leaf
+        else:
+            yield name, (name,), value
+
+
+def nodes(schema: Schema, prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
+    """Paths of the objects a flattened record must hold as objects."""
+    for name, value in schema.items():
+        if isinstance(value, dict) and value:
+            yield (*prefix, name)
+            yield from nodes(value, (*prefix, name))
+
+
+# ----- the file ----------------------------------------------------------------------------------
+def dumps(schema: Schema) -> str:
+    """The schema as the file people read and edit (fields one per line, in record order)."""
+    return json.dumps(schema, indent=2) + "\n"
+
+
+def loads(text: str, where: str) -> Schema:
+    """The schema a file holds.
+
+    Raises:
+        SchemaError: the file is not JSON, or names a type that does not exist (naming where).
+    """
+    try:
+        schema = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise SchemaError(f"{where}: not JSON: {error}") from None
+    if not isinstance(schema, dict):
+        raise SchemaError(f"{where}: a schema is a JSON object of fields")
+    _check(schema, where, "")
+    return schema
+
+
+def _check(value: Any, where: str, path: str) -> None:
+    if isinstance(value, Mapping):
+        for name, child in value.items():
+            _check(child, where, f"{path}.{name}" if path else name)
+    elif isinstance(value, list):
+        if len(value) > 1:
+            raise SchemaError(f"{where}: {path}: an array type lists one element type")
+        for child in value:
+            _check(child, where, f"{path}[]")
+    elif value not in SCALARS:
+        raise SchemaError(f"{where}: {path}: unknown type {value!r}; types: {', '.join(SCALARS)}")

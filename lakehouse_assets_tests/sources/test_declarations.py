@@ -1,0 +1,104 @@
+"""Declarations: valid files load, invalid ones are reported with file, line and field, and the
+other files still load."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lakehouse_assets.sources.declarations import (
+    InvalidDeclaration,
+    load_declaration,
+    load_declarations,
+)
+
+ORDERS = """\
+topic: shop.public.orders
+format: debezium-json
+mode: cdc-scd1
+keys: [id]
+order_by: source.lsn
+partition_by: [country, date(created_at)]
+owners: [team:data]
+"""
+
+
+def write(folder: Path, name: str, text: str) -> Path:
+    path = folder / name
+    path.write_text(text)
+    return path
+
+
+def test_a_declaration_names_its_source_after_its_file(tmp_path: Path) -> None:
+    source = load_declaration(write(tmp_path, "orders.yaml", ORDERS))
+    assert source.name == "orders"
+    assert source.topic == "shop.public.orders"
+    assert source.mode == "cdc-scd1"
+    assert source.keys == ("id",)
+    assert source.order_by == "source.lsn"
+    assert source.partition_columns == [("country", None), ("created_at_date", "created_at")]
+    assert source.flatten is True
+
+
+def test_a_minimal_json_declaration_takes_the_defaults(tmp_path: Path) -> None:
+    source = load_declaration(write(tmp_path, "clicks.yml", "topic: clicks\n"))
+    assert (source.name, source.format, source.mode, source.order_by) == (
+        "clicks", "json", "append", "offset",
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "field", "words"),
+    [
+        ("topic: a\nmode: upsert\n", 2, "mode", "must be"),
+        ("topic: a\nkeyz: [id]\n", 2, "keyz", "unknown field"),
+        ("topic: a\npartition_by:\n  - ok\n  - day(ts)\n", 4, "partition_by.1", "day(ts)"),
+        ("format: json\n", 1, "topic", "exactly one of"),
+        ("topic: a\nformat: debezium-json\nmode: cdc-scd2\n", 1, "keys", "key columns"),
+        ("topic: a\nmode: cdc-scd1\nkeys: [id]\n", 1, "format", "debezium-json"),
+        ("topic: a\ntopic_pattern: 'b.*'\n", 1, "topic", "exactly one of"),
+        ("topic_pattern: '(unclosed'\n", 1, "topic_pattern", "regular expression"),
+        ("topic: a\nmode: latest-per-key\norder_by: ts\n", 3, "order_by", "offset"),
+        ("topic: a\nsample_size: 0\n", 2, "sample_size", "greater than 0"),
+        ("topic: [a\n", 2, "", "not YAML"),
+        ("- topic: a\n", 1, "", "mapping"),
+    ],
+)
+def test_an_invalid_declaration_is_reported_with_its_file_line_and_field(
+    tmp_path: Path, text: str, line: int, field: str, words: str
+) -> None:
+    path = write(tmp_path, "bad.yaml", text)
+    with pytest.raises(InvalidDeclaration) as raised:
+        load_declaration(path)
+    error = raised.value.errors[0]
+    assert (error.file, error.line, error.field) == (path, line, field)
+    assert words in error.message
+    assert str(error).startswith(f"{path}:{line}")
+
+
+def test_an_invalid_file_does_not_keep_the_others_from_loading(tmp_path: Path) -> None:
+    write(tmp_path, "orders.yaml", ORDERS)
+    write(tmp_path, "broken.yaml", "topic: a\nmode: nonsense\n")
+    write(tmp_path, "clicks.yaml", "topic: clicks\n")
+    write(tmp_path, "notes.txt", "not a declaration")
+    sources, errors = load_declarations(tmp_path)
+    assert [source.name for source in sources] == ["clicks", "orders"]
+    assert [(e.file.name, e.field) for e in errors] == [("broken.yaml", "mode")]
+
+
+def test_names_taken_twice_or_by_the_built_in_pipeline_are_refused(tmp_path: Path) -> None:
+    write(tmp_path, "a.yaml", "name: same\ntopic: a\n")
+    write(tmp_path, "b.yaml", "topic: b\nname: same\n")
+    write(tmp_path, "bpm.yaml", "topic: other_bpm\n")
+    write(tmp_path, "fine.yaml", "topic: fine\n")
+    sources, errors = load_declarations(tmp_path, reserved=["bpm", "bpm_quarantine"])
+    assert [source.name for source in sources] == ["fine"]
+    assert sorted((e.file.name, e.line, e.field) for e in errors) == [
+        ("a.yaml", 1, "name"), ("b.yaml", 2, "name"), ("bpm.yaml", 1, "name"),
+    ]  # fmt: skip
+    assert "also declared by" in errors[0].message
+
+
+def test_a_missing_folder_declares_nothing(tmp_path: Path) -> None:
+    assert load_declarations(tmp_path / "absent") == ([], [])
