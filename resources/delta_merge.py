@@ -38,7 +38,7 @@ def merge(
         update_when: a SQL condition over ``source`` and ``target`` that a matching row must
             meet to be updated (e.g. ``source.ts > target.ts``: the newest wins).
         delete_flag: a boolean column of ``source``: rows where it is true delete their match
-            and are never inserted. The column itself is not stored.
+            (if it meets ``update_when``) and are never inserted. The column is not stored.
         partition_by: the table's partition columns (used when the merge creates it).
         replace: ``(column, values)``: ``source`` holds every row the table should have where
             ``column`` is one of ``values``; the table's other such rows are deleted (in every
@@ -83,7 +83,8 @@ def merge(
     )
     live = f"NOT source.`{delete_flag}`" if delete_flag else None
     if delete_flag:
-        merger = merger.when_matched_delete(f"source.`{delete_flag}`")
+        deletes = f"source.`{delete_flag}`" + (f" AND ({update_when})" if update_when else "")
+        merger = merger.when_matched_delete(deletes)
     stored = set(delta.schema().to_arrow().names)
     values = [name for name in kept if name not in keys and name in stored]
     # Each comparison in parentheses: DataFusion binds OR tighter than IS DISTINCT FROM.

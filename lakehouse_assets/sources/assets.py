@@ -10,8 +10,9 @@ from lakehouse_assets.bronze.assets import kafka_bronze_asset
 from lakehouse_assets.constants import BRONZE, SILVER, asset_key, consumer_app_id
 from lakehouse_assets.partitions import silver_automation
 from lakehouse_assets.sensors.streams import kafka_lag_sensor
-from lakehouse_assets.sources.declarations import SourceDeclaration
+from lakehouse_assets.sources.declarations import CDC_MODES, SourceDeclaration
 from lakehouse_assets.sources.refine import (
+    deletes_table,
     quarantine_table,
     refine,
     reinfer_schema,
@@ -24,6 +25,12 @@ MODE_DESCRIPTIONS = {
     "append": "Every valid record, typed",
     "latest-per-key": "The latest valid record of each Kafka key (the highest offset wins; a "
     "tombstone deletes the key's row)",
+    "cdc-scd1": "The current row of each key, from the Debezium changes applied in their order "
+    "(`_sequence`: the declared `order_by`, ties by offset; a delete removes the row, and a late "
+    "older change never brings it back)",
+    "cdc-scd2": "Every version of each key, from the Debezium changes in their order: valid from "
+    "`valid_from` until `valid_to` (the next change's `order_by` value; null and `is_current` for "
+    "the current version; a delete closes the last one)",
 }
 
 
@@ -63,25 +70,33 @@ def silver_asset(source: SourceDeclaration) -> dg.AssetsDefinition:
         "tags": {"lakehouse/source": source.name, "lakehouse/mode": source.mode},
     }
 
-    @dg.multi_asset(
-        name=f"silver_{source.name}",
-        specs=[
+    specs = [
+        dg.AssetSpec(
+            table_key,
+            description=f"{MODE_DESCRIPTIONS[source.mode]} of the declared source "
+            f"`{source.name}`, {shape}, with the Kafka coordinates (`_kafka_*`). Schema: "
+            f"`{'/'.join(schema_path(source))}` under the lake root."
+            + (f"\n\n{source.description}" if source.description else ""),
+            **common,
+        ),
+        dg.AssetSpec(
+            quarantine_key,
+            description=f"Rejected `{source.name}` records: original bytes (`raw`) and their "
+            "readable text (`raw_text`), reason, coordinates.",
+            **common,
+        ),
+    ]
+    if source.mode in CDC_MODES:
+        specs.append(
             dg.AssetSpec(
-                table_key,
-                description=f"{MODE_DESCRIPTIONS[source.mode]} of the declared source "
-                f"`{source.name}`, {shape}, with the Kafka coordinates (`_kafka_*`). Schema: "
-                f"`{'/'.join(schema_path(source))}` under the lake root."
-                + (f"\n\n{source.description}" if source.description else ""),
+                asset_key(SILVER, deletes_table(source)),
+                description=f"The deletes applied to `silver.{source.name}`: keys, `_sequence` "
+                "and Kafka coordinates, so that older changes arriving later are known as older.",
                 **common,
-            ),
-            dg.AssetSpec(
-                quarantine_key,
-                description=f"Rejected `{source.name}` records: original bytes (`raw`) and their "
-                "readable text (`raw_text`), reason, coordinates.",
-                **common,
-            ),
-        ],
-    )
+            )
+        )
+
+    @dg.multi_asset(name=f"silver_{source.name}", specs=specs)
     def _asset(
         context: dg.AssetExecutionContext,
         config: DeclaredSilverConfig,
@@ -108,6 +123,11 @@ def silver_asset(source: SourceDeclaration) -> dg.AssetsDefinition:
             asset_key=quarantine_key,
             metadata=lake.table_metadata(SILVER, quarantine_table(source)),
         )
+        if source.mode in CDC_MODES:
+            yield dg.MaterializeResult(
+                asset_key=asset_key(SILVER, deletes_table(source)),
+                metadata=lake.table_metadata(SILVER, deletes_table(source)),
+            )
 
     return _asset
 
@@ -125,4 +145,7 @@ def source_sensor(source: SourceDeclaration, settings: SensorSettings) -> dg.Sen
 
 def source_tables(source: SourceDeclaration) -> dict[str, list[str]]:
     """The source's tables per layer (for maintenance)."""
-    return {BRONZE: [source.name], SILVER: [source.name, quarantine_table(source)]}
+    silver = [source.name, quarantine_table(source)]
+    if source.mode in CDC_MODES:
+        silver.append(deletes_table(source))
+    return {BRONZE: [source.name], SILVER: silver}

@@ -11,21 +11,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, StructType
 
 from lakehouse_assets.constants import BRONZE, QUARANTINE_SUFFIX, SILVER
 from lakehouse_assets.silver.validation import REASON, kafka_quarantine
-from lakehouse_assets.sources import evolution, transforms
+from lakehouse_assets.sources import cdc, debezium, evolution, transforms
 from lakehouse_assets.sources import schema as types
-from lakehouse_assets.sources.declarations import SourceDeclaration
+from lakehouse_assets.sources.cdc import DELETED
+from lakehouse_assets.sources.declarations import CDC_MODES, SourceDeclaration
 from lakehouse_assets.sources.schema import Schema
 from resources import LakeResource, delta
 from resources.delta import Markers
 
 SCHEMAS_DIR = "_schemas"  # <root>/silver/_schemas/<source>.json, beside the silver tables
-DELETED = "_deleted"  # a tombstone: the key's row goes
+SKIPPED = "_skipped"  # changes nothing: not kept, not quarantined
 
 
 @dataclass
@@ -51,6 +52,11 @@ def quarantine_table(source: SourceDeclaration) -> str:
     return f"{source.name}{QUARANTINE_SUFFIX}"
 
 
+def deletes_table(source: SourceDeclaration) -> str:
+    """The table remembering a CDC source's deletes (keys and sequence)."""
+    return f"{source.name}{cdc.DELETES_SUFFIX}"
+
+
 def schema_path(source: SourceDeclaration) -> tuple[str, ...]:
     """Where the source's schema file lives, under the lake root."""
     return (SILVER, SCHEMAS_DIR, f"{source.name}.json")
@@ -72,21 +78,32 @@ def reinfer_schema(lake: LakeResource, spark: SparkSession, source: SourceDeclar
     replace the file with it. Columns the table has keep their types until the data widens them.
     """
     records = records_of(lake.read(spark, BRONZE, source.name), source)
-    schema = evolution.infer(records.where(~F.col(DELETED)), source.sample_size)
+    schema = evolution.infer(records.where(~F.col(SKIPPED)), source.sample_size)
     lake.write_text(types.dumps(schema), *schema_path(source))
     return schema
 
 
 def records_of(changes: DataFrame, source: SourceDeclaration) -> DataFrame:
-    """Bronze changes with their parsed value (``_variant``), a ``reason`` when rejected, and
-    ``_deleted`` for the tombstones (records without a value) of a latest-per-key source."""
+    """Bronze changes with their parsed value (``_variant``: a Debezium envelope's row), a
+    ``reason`` when rejected, ``_deleted`` for the changes that delete their key (tombstones of a
+    latest-per-key source, Debezium deletes), and ``_skipped`` for records that change nothing
+    (the tombstones following Debezium deletes)."""
     parsed = transforms.parse_values(changes)
     tombstone = F.col("value").isNull()
+    if source.format == "debezium-json":
+        events = debezium.changes(parsed, source.order_by)
+        return events.withColumn(DELETED, F.col(debezium.OP) == "d").withColumnRenamed(
+            debezium.TOMBSTONE, SKIPPED
+        )
     if source.mode == "latest-per-key":
         reason = F.when(F.col("key").isNull(), F.lit("null key")).when(~tombstone, F.col(REASON))
     else:
         reason = F.when(tombstone, F.lit("no value (tombstone)")).otherwise(F.col(REASON))
-    return parsed.withColumn(REASON, reason).withColumn(DELETED, tombstone)
+    return (
+        parsed.withColumn(REASON, reason)
+        .withColumn(DELETED, tombstone)
+        .withColumn(SKIPPED, F.lit(False))
+    )
 
 
 def refine(
@@ -97,28 +114,59 @@ def refine(
     markers: Markers,
 ) -> Refined:
     """Bring ``silver.<source>`` and its quarantine table up to date with ``changes``."""
-    records = records_of(changes, source).cache()
+    records = records_of(changes, source).where(~F.col(SKIPPED)).cache()
     done = Refined()
     schema = load_schema(lake, source)
     if schema is None:
-        schema = evolution.infer(records.where(~F.col(DELETED)), source.sample_size)
+        schema = evolution.infer(records, source.sample_size)
         done.schema_inferred = True
-    batch = evolution.for_batch(records.where(~F.col(DELETED)), schema, source.flatten)
+    batch = evolution.for_batch(records, schema, source.flatten)
     if batch.schema != schema or done.schema_inferred:
         lake.write_text(types.dumps(batch.schema), *schema_path(source))
     done.added, done.widened = batch.added, batch.widened
     if batch.widened and lake.exists(SILVER, source.name):
         _widen_table(lake, spark, source, batch.schema)
     checks = transforms.violations(batch.schema, source.flatten, batch.rejected_types)
+    checks += _key_checks(source, batch.schema)
     checked = transforms.with_reason(records, checks).cache()
     done.rejected = _quarantine(lake, source, checked, markers)
     valid = checked.where(F.col(REASON).isNull())
     columns = transforms.typed_columns(batch.schema, source.flatten, empty_as_null=True)
-    rows = transforms.refined(valid, columns, source.partition_columns, keep=[DELETED])
-    done.rows = _keep(lake, source, rows, valid, markers)
+    keep = [DELETED, *([debezium.OP, debezium.SEQUENCE] if source.mode in CDC_MODES else [])]
+    rows = _conform(
+        lake, source, transforms.refined(valid, columns, source.partition_columns, keep)
+    )
+    if not lake.holds(SILVER, source.name, markers):
+        done.rows = _keep(lake, spark, source, rows, markers)
+    if source.mode in CDC_MODES and not lake.holds(SILVER, deletes_table(source), markers):
+        deleted = cdc.new_deletes(rows, source.keys)
+        keys = [*source.keys, debezium.SEQUENCE]
+        lake.merge(SILVER, deletes_table(source), deleted.toArrow(), keys, markers=markers)
     checked.unpersist()
     records.unpersist()
     return done
+
+
+def _key_checks(source: SourceDeclaration, schema: Schema) -> list[tuple[Column, Column]]:
+    """A record without a value for one of the declared keys cannot be kept: its reason."""
+    if source.mode not in CDC_MODES:
+        return []
+    paths = {name: path for name, path, _ in types.leaves(schema, source.flatten)}
+    checks = []
+    for key in source.keys:
+        if key not in paths:
+            known = ", ".join(paths) or "none yet"
+            raise KeyError(
+                f"Declared source {source.name!r}: the key column {key!r} is not in its schema "
+                f"({lake_schema_hint(source)}; columns: {known})."
+            )
+        kind = transforms.type_at(paths[key])
+        checks.append((kind.isNull() | (kind == "VOID"), F.lit(f"missing key {key}")))
+    return checks
+
+
+def lake_schema_hint(source: SourceDeclaration) -> str:
+    return f"<lake root>/{'/'.join(schema_path(source))}"
 
 
 def _quarantine(
@@ -136,25 +184,48 @@ def _quarantine(
 
 def _keep(
     lake: LakeResource,
+    spark: SparkSession,
     source: SourceDeclaration,
     rows: DataFrame,
-    valid: DataFrame,
     markers: Markers,
 ) -> int:
+    """Write the batch's valid ``rows`` to ``silver.<source>`` as its mode says; returns the
+    rows written (appended, or merged)."""
     partition_by = [column for column, _ in source.partition_columns]
-    if lake.holds(SILVER, source.name, markers):
-        return 0
-    rows = _conform(lake, source, rows)
+    merge = {"markers": markers, "partition_by": partition_by, "within_partitions": False}
     if source.mode == "append":
-        kept = rows.drop(DELETED)
+        kept = rows.drop(DELETED).cache()
         lake.append(SILVER, source.name, kept, partition_by, markers=markers)
-        return valid.count()
-    newest = transforms.newest_per_key(rows, ["_kafka_key"]).toArrow()
-    lake.merge(
-        SILVER, source.name, newest, ["_kafka_key"], markers=markers, delete_flag=DELETED,
-        partition_by=partition_by, within_partitions=False,
-    )  # fmt: skip
-    return newest.num_rows
+        count = kept.count()
+        kept.unpersist()
+        return count
+    if source.mode == "latest-per-key":
+        newest = transforms.newest_per_key(rows, ["_kafka_key"]).toArrow()
+        lake.merge(SILVER, source.name, newest, ["_kafka_key"], delete_flag=DELETED, **merge)
+        return newest.num_rows
+    keys = list(source.keys)
+    changed = rows.select(*keys).distinct()
+    deletes = _stored(lake, spark, deletes_table(source), changed, cdc.new_deletes(rows, keys))
+    if source.mode == "cdc-scd1":
+        newest = cdc.scd1(rows, deletes, keys).toArrow()
+        lake.merge(
+            SILVER, source.name, newest, keys, update_when=cdc.NEWER, delete_flag=DELETED, **merge
+        )
+        return newest.num_rows
+    versions = _stored(lake, spark, source.name, changed, rows)
+    history = cdc.scd2(rows, versions, deletes, keys).toArrow()
+    lake.merge(SILVER, source.name, history, [*keys, cdc.VALID_FROM], **merge)
+    return history.num_rows
+
+
+def _stored(
+    lake: LakeResource, spark: SparkSession, table: str, keys: DataFrame, like: DataFrame
+) -> DataFrame:
+    """The rows of ``silver.<table>`` whose keys are in ``keys`` (before the table exists, no
+    rows, with the columns of ``like``)."""
+    if not lake.exists(SILVER, table):
+        return like.limit(0)
+    return lake.read(spark, SILVER, table).join(keys, keys.columns, "left_semi")
 
 
 def _widen_table(

@@ -38,23 +38,24 @@ def json_path(path: Sequence[str]) -> str:
     return "$" + "".join(parts)
 
 
-def _quoted(path: Sequence[str]) -> str:
+def sql_path(path: Sequence[str]) -> str:
+    """``json_path(path)`` as it is written inside a SQL string literal."""
     return json_path(path).replace("'", "\\'")
 
 
 def value_at(path: Sequence[str], column: str = VARIANT) -> Column:
     """The variant value at ``path`` (SQL null when absent)."""
-    return F.expr(f"variant_get({column}, '{_quoted(path)}')")
+    return F.expr(f"variant_get({column}, '{sql_path(path)}')")
 
 
 def type_at(path: Sequence[str], column: str = VARIANT) -> Column:
     """The variant type name of the value at ``path`` (``VOID`` for a JSON null)."""
-    return F.expr(f"schema_of_variant(variant_get({column}, '{_quoted(path)}'))")
+    return F.expr(f"schema_of_variant(variant_get({column}, '{sql_path(path)}'))")
 
 
 def typed_at(path: Sequence[str], spark_type: str, column: str = VARIANT) -> Column:
     """The value at ``path`` as ``spark_type`` (null when absent or not convertible)."""
-    return F.expr(f"try_variant_get({column}, '{_quoted(path)}', '{spark_type}')")
+    return F.expr(f"try_variant_get({column}, '{sql_path(path)}', '{spark_type}')")
 
 
 def parse_values(records: DataFrame, column: str = "value") -> DataFrame:

@@ -1,0 +1,72 @@
+"""Change data capture into keyed tables (pure Spark): SCD1 keeps the newest row of each key,
+SCD2 every version with its validity. Both take changes in any order, more than once, and late.
+
+Changes are ordered by ``_sequence`` (the declared ``order_by``), ties by the Kafka offset. A
+delete is remembered (the ``<table>_deletes`` table: keys and sequence), so that a change older
+than it, arriving after it, never brings the row back; a delete wins a tie.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from lakehouse_assets.sources.debezium import OP, SEQUENCE
+from lakehouse_assets.sources.transforms import KAFKA_COLUMNS, newest_per_key
+
+DELETED = "_deleted"
+DELETES_SUFFIX = "_deletes"
+VALID_FROM, VALID_TO, IS_CURRENT = "valid_from", "valid_to", "is_current"
+# A merge's condition for a source row replacing (or deleting) the target row of its key.
+NEWER = (
+    "source._sequence > target._sequence OR (source._sequence = target._sequence "
+    "AND source._kafka_offset >= target._kafka_offset)"
+)
+DELETE_COLUMNS = (SEQUENCE, "_kafka_offset", "_kafka_timestamp")
+METADATA = {OP, "_raw_change_type", *KAFKA_COLUMNS}  # after the data columns and validity
+
+
+def after_deletes(changes: DataFrame, deletes: DataFrame, keys: Sequence[str]) -> DataFrame:
+    """The ``changes`` newer than the last recorded delete of their key (a delete wins a tie)."""
+    last = deletes.groupBy(*keys).agg(F.max(SEQUENCE).alias("_last_delete"))
+    newer = F.col("_last_delete").isNull() | (F.col(SEQUENCE) > F.col("_last_delete"))
+    return changes.join(last, list(keys), "left").where(newer).drop("_last_delete")
+
+
+def scd1(changes: DataFrame, deletes: DataFrame, keys: Sequence[str]) -> DataFrame:
+    """The change to merge per key: its newest, unless a recorded delete is newer. Merged with
+    the ``NEWER`` condition, a delete (``_deleted``) removes the row, others replace it."""
+    return after_deletes(newest_per_key(changes, keys, order=[SEQUENCE]), deletes, keys)
+
+
+def new_deletes(changes: DataFrame, keys: Sequence[str]) -> DataFrame:
+    """The deletes among ``changes``, as the deletes table records them."""
+    return changes.where(F.col(DELETED)).select(*keys, *DELETE_COLUMNS).distinct()
+
+
+def scd2(
+    changes: DataFrame, versions: DataFrame, deletes: DataFrame, keys: Sequence[str]
+) -> DataFrame:
+    """Every version of the keys of ``changes``, recomputed from the stored ``versions`` and
+    ``deletes`` of those keys and the new changes: each non-delete change is a version valid
+    from its sequence until the next change of its key (``valid_to`` null and ``is_current``
+    while there is none; a delete closes the version before it and opens none)."""
+    stored = versions.drop(VALID_TO, IS_CURRENT).withColumnRenamed(VALID_FROM, SEQUENCE)
+    events = (
+        changes.unionByName(stored.withColumn(DELETED, F.lit(False)), allowMissingColumns=True)
+        .unionByName(deletes.withColumn(DELETED, F.lit(True)), allowMissingColumns=True)
+    )  # fmt: skip
+    # One change per key and sequence: a delete wins, then the higher offset (duplicates go).
+    same = Window.partitionBy(*keys, SEQUENCE).orderBy(F.desc(DELETED), F.desc("_kafka_offset"))
+    events = events.withColumn("_n", F.row_number().over(same)).where("_n = 1").drop("_n")
+    in_order = Window.partitionBy(*keys).orderBy(SEQUENCE)
+    timed = events.withColumn(VALID_TO, F.lead(SEQUENCE).over(in_order))
+    rows = timed.where(~F.col(DELETED)).drop(DELETED)
+    rows = rows.withColumnRenamed(SEQUENCE, VALID_FROM).withColumn(
+        IS_CURRENT, F.col(VALID_TO).isNull()
+    )
+    validity = (VALID_FROM, VALID_TO, IS_CURRENT)
+    data = [c for c in rows.columns if c not in validity and c not in METADATA]
+    return rows.select(*data, *validity, *[c for c in rows.columns if c in METADATA])
