@@ -238,11 +238,19 @@ class LakeResource(dg.ConfigurableResource):
         )
 
     def replace(
-        self, layer: str, table: str, rows: DataFrame, markers: Markers | None = None
+        self,
+        layer: str,
+        table: str,
+        rows: DataFrame,
+        markers: Markers | None = None,
+        partition_by: Sequence[str] = (),
     ) -> int:
-        """Replace the whole table with ``rows``; returns the new version."""
+        """Replace the whole table with ``rows`` (laid out by ``partition_by``) in one commit;
+        returns the new version."""
         uri = self.table_uri(layer, table)
-        return delta.replace_partitions(rows, uri, None, (), self.storage_options, markers)
+        return delta.replace_partitions(
+            rows, uri, None, partition_by, self.storage_options, markers
+        )
 
     def rewrite(
         self, layer: str, table: str, rows: DataFrame, partition_by: Sequence[str] = ()

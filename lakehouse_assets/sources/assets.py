@@ -37,6 +37,11 @@ MODE_DESCRIPTIONS = {
 class DeclaredSilverConfig(dg.Config):
     """Options of one run of a declared source's silver asset."""
 
+    full_refresh: bool = Field(
+        default=False,
+        description="Rebuild the silver tables from all of bronze, each replaced in one commit "
+        "(readers see the old table until then).",
+    )
     reinfer_schema: bool = Field(
         default=False,
         description="Infer the schema anew from the latest value per key in bronze, replacing "
@@ -107,13 +112,14 @@ def silver_asset(source: SourceDeclaration) -> dg.AssetsDefinition:
         app_id = consumer_app_id(source.name, (BRONZE, source.name))
         consumed = lake.committed_version(SILVER, source.name, app_id)
         changes, version = lake.changes_since(
-            session, BRONZE, source.name, consumed, with_change_type=True
+            session, BRONZE, source.name, None if config.full_refresh else consumed, True
         )
         metadata = {"upstream_version": version}
         if config.reinfer_schema and lake.exists(BRONZE, source.name):
             reinfer_schema(lake, session, source)
-        if version != consumed or not lake.exists(SILVER, source.name):
-            done = refine(lake, session, source, changes, {app_id: version})
+        if version != consumed or not lake.exists(SILVER, source.name) or config.full_refresh:
+            markers = {app_id: version}
+            done = refine(lake, session, source, changes, markers, config.full_refresh)
             context.log.info(f"silver.{source.name}: {done.metadata()}")
             metadata.update(done.metadata())
         yield dg.MaterializeResult(

@@ -112,10 +112,50 @@ def refine(
     source: SourceDeclaration,
     changes: DataFrame,
     markers: Markers,
+    rebuild: bool = False,
 ) -> Refined:
-    """Bring ``silver.<source>`` and its quarantine table up to date with ``changes``."""
+    """Bring ``silver.<source>`` and its quarantine (and deletes) tables up to date with
+    ``changes``; with ``rebuild``, ``changes`` are all of bronze and each table is replaced in
+    one commit (readers see the old table until then)."""
     records = records_of(changes, source).where(~F.col(SKIPPED)).cache()
     done = Refined()
+    batch = _batch_schema(lake, spark, source, records, done, rebuild)
+    checks = transforms.violations(batch.schema, source.flatten, batch.rejected_types)
+    checks += _key_checks(source, batch.schema)
+    checked = transforms.with_reason(records, checks).cache()
+    done.rejected = _quarantine(lake, source, checked, markers, rebuild)
+    valid = checked.where(F.col(REASON).isNull())
+    columns = transforms.typed_columns(batch.schema, source.flatten, empty_as_null=True)
+    keep = [DELETED, *([debezium.OP, debezium.SEQUENCE] if source.mode in CDC_MODES else [])]
+    rows = transforms.refined(valid, columns, source.partition_columns, keep)
+    if rebuild:
+        done.rows = _replace(lake, source, rows, markers)
+    elif not lake.holds(SILVER, source.name, markers):
+        done.rows = _keep(lake, spark, source, _conform(lake, source, rows), markers)
+    if source.mode in CDC_MODES and (
+        rebuild or not lake.holds(SILVER, deletes_table(source), markers)
+    ):
+        deleted = cdc.new_deletes(rows, source.keys)
+        if rebuild:
+            lake.replace(SILVER, deletes_table(source), deleted, markers)
+        else:
+            keys = [*source.keys, debezium.SEQUENCE]
+            lake.merge(SILVER, deletes_table(source), deleted.toArrow(), keys, markers=markers)
+    checked.unpersist()
+    records.unpersist()
+    return done
+
+
+def _batch_schema(
+    lake: LakeResource,
+    spark: SparkSession,
+    source: SourceDeclaration,
+    records: DataFrame,
+    done: Refined,
+    rebuild: bool,
+) -> evolution.BatchSchema:
+    """The schema ``records`` are read with (inferred, or the file's, grown by them), saved;
+    the table's columns widened with it (unless it is about to be rebuilt)."""
     schema = load_schema(lake, source)
     if schema is None:
         schema = evolution.infer(records, source.sample_size)
@@ -124,27 +164,9 @@ def refine(
     if batch.schema != schema or done.schema_inferred:
         lake.write_text(types.dumps(batch.schema), *schema_path(source))
     done.added, done.widened = batch.added, batch.widened
-    if batch.widened and lake.exists(SILVER, source.name):
+    if batch.widened and not rebuild and lake.exists(SILVER, source.name):
         _widen_table(lake, spark, source, batch.schema)
-    checks = transforms.violations(batch.schema, source.flatten, batch.rejected_types)
-    checks += _key_checks(source, batch.schema)
-    checked = transforms.with_reason(records, checks).cache()
-    done.rejected = _quarantine(lake, source, checked, markers)
-    valid = checked.where(F.col(REASON).isNull())
-    columns = transforms.typed_columns(batch.schema, source.flatten, empty_as_null=True)
-    keep = [DELETED, *([debezium.OP, debezium.SEQUENCE] if source.mode in CDC_MODES else [])]
-    rows = _conform(
-        lake, source, transforms.refined(valid, columns, source.partition_columns, keep)
-    )
-    if not lake.holds(SILVER, source.name, markers):
-        done.rows = _keep(lake, spark, source, rows, markers)
-    if source.mode in CDC_MODES and not lake.holds(SILVER, deletes_table(source), markers):
-        deleted = cdc.new_deletes(rows, source.keys)
-        keys = [*source.keys, debezium.SEQUENCE]
-        lake.merge(SILVER, deletes_table(source), deleted.toArrow(), keys, markers=markers)
-    checked.unpersist()
-    records.unpersist()
-    return done
+    return batch
 
 
 def _key_checks(source: SourceDeclaration, schema: Schema) -> list[tuple[Column, Column]]:
@@ -170,15 +192,44 @@ def lake_schema_hint(source: SourceDeclaration) -> str:
 
 
 def _quarantine(
-    lake: LakeResource, source: SourceDeclaration, checked: DataFrame, markers: Markers
+    lake: LakeResource,
+    source: SourceDeclaration,
+    checked: DataFrame,
+    markers: Markers,
+    rebuild: bool,
 ) -> int:
     table = quarantine_table(source)
-    if lake.holds(SILVER, table, markers):
+    if not rebuild and lake.holds(SILVER, table, markers):
         return 0
-    rejected = kafka_quarantine(checked)
+    rejected = kafka_quarantine(checked).cache()
     count = rejected.count()
-    if count or not lake.exists(SILVER, table):
+    if rebuild:
+        lake.replace(SILVER, table, rejected, markers)
+    elif count or not lake.exists(SILVER, table):
         lake.append(SILVER, table, rejected, markers=markers)
+    rejected.unpersist()
+    return count
+
+
+def _replace(
+    lake: LakeResource, source: SourceDeclaration, rows: DataFrame, markers: Markers
+) -> int:
+    """Replace ``silver.<source>`` with what ``rows`` (every change bronze holds) make of it."""
+    keys = list(source.keys)
+    if source.mode == "append":
+        table = rows.drop(DELETED)
+    elif source.mode == "latest-per-key":
+        table = transforms.newest_per_key(rows, ["_kafka_key"]).where(~F.col(DELETED))
+    elif source.mode == "cdc-scd1":
+        table = transforms.newest_per_key(rows, keys, [debezium.SEQUENCE]).where(~F.col(DELETED))
+    else:
+        no_deletes = cdc.new_deletes(rows, keys).limit(0)
+        table = cdc.scd2(rows, rows.limit(0), no_deletes, keys)
+    table = table.drop(DELETED).cache()
+    partition_by = [column for column, _ in source.partition_columns]
+    lake.replace(SILVER, source.name, table, markers, partition_by)
+    count = table.count()
+    table.unpersist()
     return count
 
 

@@ -132,3 +132,21 @@ def test_scd1_and_scd2_apply_changes_in_order_whatever_order_they_arrive_in(
     versions = lake.version(SILVER, "customers"), lake.version(SILVER, "history")
     dg.materialize(assets, resources=resources)  # nothing new: nothing changes
     assert (lake.version(SILVER, "customers"), lake.version(SILVER, "history")) == versions
+
+    # A full refresh rebuilds each table from bronze in one commit, to the same content.
+    before = {t: (lake.version(SILVER, t), table(spark, lake, t, *COLUMNS[t])) for t in COLUMNS}
+    refresh = {"config": {"full_refresh": True}}
+    run_config = {"ops": {"silver_customers": refresh, "silver_history": refresh}}
+    dg.materialize(assets, resources=resources, run_config=run_config)
+    for name, (version, content) in before.items():
+        assert lake.version(SILVER, name) == version + 1, name
+        assert lake.history(SILVER, name, 1)[0]["operation"] == "WRITE", name
+        assert table(spark, lake, name, *COLUMNS[name]) == content, name
+
+
+COLUMNS = {
+    "customers": ("id", "name", "_op", "_sequence"),
+    "history": ("id", "valid_from", "valid_to", "is_current", "name"),
+    "customers_deletes": ("id", "_sequence"),
+    "customers_quarantine": ("offset", "reason"),
+}
