@@ -150,3 +150,44 @@ COLUMNS = {
     "customers_deletes": ("id", "_sequence"),
     "customers_quarantine": ("offset", "reason"),
 }
+
+
+MONGO_TOPIC = "fulfillment.inventory.customers"
+
+
+def mongo(op: str, oid: str, after: str | None = None, patch: str | None = None) -> Message:
+    """A change event of Debezium's MongoDB connector: documents as extended JSON text."""
+    filter_ = None if op in ("c", "r") else json.dumps({"_id": {"$oid": oid}})
+    payload = {
+        "after": after, "patch": patch, "filter": filter_, "op": op, "ts_ms": 1_558_965_515_240,
+        "source": {"connector": "mongodb", "name": "fulfillment", "db": "inventory",
+                   "rs": "rs0", "collection": "customers", "ord": 1, "ts_ms": 1_558_965_508_000},
+    }  # fmt: skip
+    return Message(MONGO_TOPIC, json.dumps({"id": json.dumps({"$oid": oid})}), json.dumps(payload))
+
+
+def test_mongodb_documents_patches_and_filter_deletes(
+    tmp_path: Path, broker: EmbeddedBroker, resources: dict[str, Any], spark: SparkSession
+) -> None:
+    resources["kafka"].create_topic(MONGO_TOPIC, partitions=1)
+    path = tmp_path / "accounts.yaml"
+    path.write_text(f"topic: {MONGO_TOPIC}\nformat: debezium-json\nmode: cdc-scd1\nkeys: [_id]\n")
+    source = load_declaration(path)
+    lake: LakeResource = resources["lake"]
+    a1, b2 = "596e275826f08b2730779e1f", "596e275826f08b2730779e20"
+    produce(broker.bootstrap_servers, [
+        mongo("c", a1, after=f'{{"_id": {{"$oid": "{a1}"}}, "name": "Acme", '
+                             '"visits": {"$numberLong": "12"}}'),
+        mongo("c", b2, after=f'{{"_id": {{"$oid": "{b2}"}}, "name": "Bolt", "visits": 3}}'),
+        mongo("u", a1, patch=f'{{"_id": {{"$oid": "{a1}"}}, "name": "Acme Corp", "visits": 13}}'),
+        mongo("u", b2, patch='{"$v": 1, "$set": {"name": "Bolt Inc"}}'),
+        mongo("d", b2),
+    ])  # fmt: skip
+    dg.materialize(source_assets(source), resources=resources)
+    assert table(spark, lake, "accounts", "_id", "name", "visits") == [(a1, "Acme Corp", 13)]
+    assert table(spark, lake, "accounts_deletes", "_id") == [(b2,)]
+    assert table(spark, lake, "accounts_quarantine", "offset", "reason") == [
+        (3, "partial update ($set/$unset)"),
+    ]
+    schema = json.loads(Path(lake.path(SILVER, "_schemas", "accounts.json")).read_text())
+    assert schema == {"_id": "string", "name": "string", "visits": "long"}
