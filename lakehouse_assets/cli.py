@@ -244,6 +244,20 @@ def migrate() -> None:
         print(f"{upgrade.layer}.{upgrade.table}: {upgrade.change} ({rows} rows, version {version})")
 
 
+def sources() -> None:
+    """List the declared sources (``LAKEHOUSE_SOURCES``); exit 1 naming every invalid file."""
+    from lakehouse_assets.sources.declarations import load_declarations, sources_dir
+
+    folder = sources_dir()
+    declared, errors = load_declarations(folder)
+    for source in declared:
+        origin = source.topic or f"/{source.topic_pattern}/"
+        print(f"{source.name}: {origin} ({source.format}, {source.mode})")
+    print(f"{len(declared)} sources declared in {folder}, {len(errors)} files not loaded")
+    if errors:
+        sys.exit("\n".join(str(error) for error in errors))
+
+
 def spark_archive() -> None:
     """Write the Spark driver's class archive (see ``lakehouse_assets.devtools.jvm_archive``)."""
     from lakehouse_assets.devtools.jvm_archive import write_archive
@@ -276,6 +290,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     commands.add_parser(
         "migrate", help="upgrade the lake's tables written by earlier versions of the lakehouse"
     )
+    commands.add_parser("sources", help="list the declared sources; fail on invalid files")
     commands.add_parser(
         "spark-archive", help="write the class archive that makes Spark's driver start sooner"
     )
@@ -289,6 +304,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             spark_archive()
         elif args.command == "migrate":
             migrate()
+        elif args.command == "sources":
+            sources()
         elif args.command == "spark-server":
             server = SparkConnectServer(args.port, args.host, args.master, keep_log=True)
             serve(server, ENV_SPARK_REMOTE)

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import dagster as dg
 
-from lakehouse_assets.definitions import defs
+from lakehouse_assets.definitions import defs, lakehouse_definitions
+from lakehouse_assets.sources.assets import source_tables
+from lakehouse_assets.sources.declarations import ENV_SOURCES_DIR, load_declarations
 
 
 def test_bronze_assets_have_layer_keys_groups_and_kinds() -> None:
@@ -33,3 +40,53 @@ def test_resources_come_from_the_environment() -> None:
     assert built["spark"].spark_config == {"spark.executor.memory": "4g"}
     assert built["spark"].remote == "sc://spark:15002"
     assert build_resources({})["spark"].remote is None  # a local Spark application
+
+
+EXAMPLES = Path(__file__).parents[1] / "docs" / "sources"
+
+
+def test_each_declared_source_becomes_assets_a_lag_sensor_and_maintained_tables() -> None:
+    sources, errors = load_declarations(EXAMPLES)
+    assert errors == []
+    built = lakehouse_definitions(sources)
+    specs = {spec.key: spec for spec in built.resolve_all_asset_specs()}
+    customers = specs[dg.AssetKey(["silver", "customers"])]
+    assert customers.group_name == "silver"
+    assert set(customers.kinds) == {"spark", "delta"}
+    assert customers.owners == ["team:data-platform"]
+    assert customers.tags["lakehouse/mode"] == "cdc-scd2"
+    assert "Every version of each key" in (customers.description or "")
+    assert "web shop" in (customers.description or "")
+    for key in (["bronze", "customers"], ["silver", "customers_quarantine"],
+                ["silver", "customers_deletes"], ["bronze", "clicks"], ["silver", "clicks"],
+                ["bronze", "prices"], ["silver", "prices"]):  # fmt: skip
+        assert dg.AssetKey(key) in specs
+    assert dg.AssetKey(["silver", "clicks_deletes"]) not in specs  # not a CDC source
+    bronze = specs[dg.AssetKey(["bronze", "prices"])]
+    assert {"spark", "delta", "kafka"} <= set(bronze.kinds)
+    assert "prices\\.(eu|us)" in (bronze.description or "")
+    sensors = {sensor.name for sensor in built.sensors or ()}
+    assert {"clicks_kafka_lag", "customers_kafka_lag", "prices_kafka_lag"} <= sensors
+    assert source_tables(sources[1]) == {
+        "bronze": ["customers"],
+        "silver": ["customers", "customers_quarantine", "customers_deletes"],
+    }
+
+
+def test_a_malformed_declaration_is_reported_and_the_others_still_load(tmp_path: Path) -> None:
+    (tmp_path / "good.yaml").write_text("topic: good\n")
+    (tmp_path / "bad.yaml").write_text("topic: bad\nmode: upsert\n")
+    (tmp_path / "bpm.yaml").write_text("topic: another_bpm\n")  # a table the pipeline has
+    script = (
+        "import dagster as dg\n"
+        "from lakehouse_assets.definitions import defs\n"
+        "keys = {s.key for s in defs.resolve_all_asset_specs()}\n"
+        "print(dg.AssetKey(['silver', 'good']) in keys, dg.AssetKey(['silver', 'bad']) in keys)\n"
+    )
+    env = {**os.environ, ENV_SOURCES_DIR: str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.split() == ["True", "False"]
+    assert f"{tmp_path / 'bad.yaml'}:2 (field 'mode')" in done.stderr
+    assert f"{tmp_path / 'bpm.yaml'}:1 (field 'name'): the name 'bpm' is taken" in done.stderr
