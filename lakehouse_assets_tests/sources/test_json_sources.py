@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
-import pytest
 from pyspark.sql import SparkSession
 
 from lakehouse_assets.constants import SILVER
@@ -19,8 +18,6 @@ from lakehouse_assets.sample_data import Message, produce
 from lakehouse_assets.sources.assets import source_assets
 from lakehouse_assets.sources.declarations import SourceDeclaration, load_declaration
 from resources import LakeResource
-
-pytestmark = pytest.mark.local_spark
 
 
 def declare(tmp_path: Path, resources: dict[str, Any], name: str, text: str) -> SourceDeclaration:

@@ -1,0 +1,219 @@
+"""Benchmark: a declared ``cdc-scd1`` source against a plain delta-rs merge script.
+
+What it measures
+----------------
+``--records`` Debezium change events (1,000,000) over ``--keys`` keys (100,000) are produced once
+to a topic of the embedded broker (4 partitions, keyed by the row's id, as Debezium keys them):
+per key an insert, updates, and for one key in ten a delete at the end; one event in a hundred
+is swapped with its neighbour, so some arrive out of order. Envelopes without the schema wrapper
+(``value.converter.schemas.enable=false``), ordered by ``source.lsn``.
+
+Then, ``--rounds`` times, taking turns (A B, then A B again) so that drift falls on both:
+
+- A, the lakehouse: the declared source's bronze and silver assets (``dg.materialize``) on a warm
+  Spark Connect server that the benchmark starts, into a new lake: Kafka to bronze (every
+  envelope kept), then bronze to the SCD1 table.
+- B, a user's alternative: one Python process consuming the topic with confluent-kafka,
+  ``json.loads`` per record, the newest change per key (pyarrow), and one delta-rs ``merge``
+  (delete, update when newer, insert) into a new Delta table. It keeps no raw copy and no
+  record of deletes, and does one merge for the whole backlog: its best case.
+
+It prints each side's seconds, records per second, and the ratio of throughputs (A / B), per round
+and as the median; the tables of both sides are checked to hold the same rows. Target of issue
+12: at least 1.0x.
+
+Usage::
+
+    .venv/bin/python benchmarks/cdc_scd1.py [--records 1000000] [--keys 100000] [--rounds 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+import dagster as dg  # noqa: E402
+import pyarrow as pa  # noqa: E402
+import pyarrow.compute as pc  # noqa: E402
+from deltalake import DeltaTable, write_deltalake  # noqa: E402
+
+from lakehouse_assets.cli import step_seconds  # noqa: E402
+from lakehouse_assets.devtools.broker import EmbeddedBroker  # noqa: E402
+from lakehouse_assets.devtools.spark_server import SparkConnectServer  # noqa: E402
+from lakehouse_assets.sources.assets import source_assets  # noqa: E402
+from lakehouse_assets.sources.declarations import SourceDeclaration  # noqa: E402
+from resources import ENV_SPARK_REMOTE, build_resources  # noqa: E402
+
+TOPIC = "shop.public.accounts"
+PARTITIONS = 4
+COUNTRIES = ("NO", "SE", "DK", "FI", "DE")
+SOURCE = SourceDeclaration(
+    name="accounts", topic=TOPIC, format="debezium-json", mode="cdc-scd1", keys=("id",),
+    order_by="source.lsn",
+)  # fmt: skip
+
+
+def changes(records: int, keys: int, seed: int = 12) -> Iterator[tuple[bytes, bytes]]:
+    """``records`` Debezium envelopes (key, value) over ``keys`` ids, in log order but for one in
+    a hundred swapped with the next."""
+    rng = random.Random(seed)
+    per_key = records // keys
+    events: list[tuple[int, str]] = []
+    for round_ in range(per_key):
+        for key in range(keys):
+            last = round_ == per_key - 1
+            op = "c" if round_ == 0 else ("d" if last and key % 10 == 0 else "u")
+            events.append((key, op))
+    order = list(range(len(events)))
+    for i in range(0, len(order) - 1, 100):
+        j = i + rng.randrange(100)
+        if j + 1 < len(order):
+            order[j], order[j + 1] = order[j + 1], order[j]
+    for position in order:
+        key, op = events[position]
+        lsn = 1_000_000 + position
+        row = {"id": key, "name": f"account {key}", "email": f"a{key}@example.com",
+               "country": COUNTRIES[key % 5], "balance": round(position * 0.01, 2)}  # fmt: skip
+        envelope = {
+            "before": row if op == "d" else None, "after": None if op == "d" else row,
+            "source": {"connector": "postgresql", "db": "shop", "table": "accounts", "lsn": lsn,
+                       "ts_ms": 1_700_000_000_000 + position},
+            "op": op, "ts_ms": 1_700_000_000_000 + position,
+        }  # fmt: skip
+        yield json.dumps({"id": key}).encode(), json.dumps(envelope).encode()
+
+
+def produce(bootstrap: str, records: int, keys: int) -> float:
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.size": 1 << 20})
+    started = time.perf_counter()
+    for count, (key, value) in enumerate(changes(records, keys)):
+        partition = json.loads(key)["id"] % PARTITIONS
+        while True:
+            try:
+                producer.produce(TOPIC, key=key, value=value, partition=partition)
+                break
+            except BufferError:
+                producer.poll(0.1)
+        if count % 10_000 == 0:
+            producer.poll(0)
+    if producer.flush(120):
+        raise RuntimeError("Not every change was produced")
+    return time.perf_counter() - started
+
+
+def run_lakehouse(bootstrap: str, root: Path, remote: str) -> dict[str, Any]:
+    resources = build_resources(
+        {
+            "KAFKA_BOOTSTRAP_SERVERS": bootstrap,
+            "LAKEHOUSE_ROOT": str(root),
+            ENV_SPARK_REMOTE: remote,
+        }
+    )
+    logging = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+    started = time.perf_counter()
+    result = dg.materialize(source_assets(SOURCE), resources=resources, run_config=logging)
+    seconds = time.perf_counter() - started
+    steps = step_seconds(result)
+    lake = resources["lake"]
+    table = lake.table("silver", "accounts").to_pyarrow_table(columns=["id", "name", "balance"])
+    return {"seconds": seconds, "bronze": steps["bronze__accounts"],
+            "silver": steps["silver_accounts"], "rows": table.sort_by("id")}  # fmt: skip
+
+
+def run_delta_rs(bootstrap: str, records: int, uri: str) -> dict[str, Any]:
+    """The user's script: consume everything, newest per key, one merge."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    started = time.perf_counter()
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"script-{uri}",
+                         "enable.auto.commit": False})  # fmt: skip
+    consumer.assign([TopicPartition(TOPIC, p, 0) for p in range(PARTITIONS)])
+    columns: dict[str, list[Any]] = {c: [] for c in ("id", "name", "email", "country", "balance",
+                                                       "lsn", "op")}  # fmt: skip
+    seen = 0
+    while seen < records:
+        for message in consumer.consume(10_000, timeout=5):
+            value = message.value()
+            if message.error() or value is None:
+                continue
+            envelope = json.loads(value)
+            row = envelope["after"] or envelope["before"]
+            for name in ("id", "name", "email", "country", "balance"):
+                columns[name].append(row[name])
+            columns["lsn"].append(envelope["source"]["lsn"])
+            columns["op"].append(envelope["op"])
+            seen += 1
+    consumer.close()
+    batch = pa.table(columns)
+    newest = batch.sort_by([("id", "ascending"), ("lsn", "descending")])
+    first = pc.not_equal(  # pyright: ignore[reportAttributeAccessIssue]
+        newest["id"], pa.concat_arrays([pa.array([-1]), newest["id"][:-1].combine_chunks()])
+    )
+    newest = newest.filter(first)
+    write_deltalake(uri, newest.slice(0, 0).drop_columns(["op"]))  # the empty table
+    (
+        DeltaTable(uri)
+        .merge(newest, "t.id = s.id", source_alias="s", target_alias="t")
+        .when_matched_delete("s.op = 'd'")
+        .when_matched_update_all("s.lsn > t.lsn", except_cols=["op"])
+        .when_not_matched_insert_all("s.op != 'd'", except_cols=["op"])
+        .execute()
+    )
+    seconds = time.perf_counter() - started
+    rows = DeltaTable(uri).to_pyarrow_table(columns=["id", "name", "balance"]).sort_by("id")
+    return {"seconds": seconds, "rows": rows}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="A cdc-scd1 source against a delta-rs script.")
+    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--keys", type=int, default=100_000)
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as work, EmbeddedBroker() as broker:
+        bootstrap = broker.bootstrap_servers
+        build_resources({"KAFKA_BOOTSTRAP_SERVERS": bootstrap})["kafka"].create_topic(
+            TOPIC, PARTITIONS
+        )
+        seconds = produce(bootstrap, args.records, args.keys)
+        print(f"produced {args.records:,} changes in {seconds:.1f} s")
+        with SparkConnectServer() as server:
+            warm = run_lakehouse(bootstrap, Path(work) / "warm-up", server.url)
+            print(f"warm-up run: {warm['seconds']:.1f} s (not counted)")
+            ratios = []
+            for round_ in range(args.rounds):
+                ours = run_lakehouse(bootstrap, Path(work) / f"lake-{round_}", server.url)
+                theirs = run_delta_rs(bootstrap, args.records, f"{work}/script-{round_}")
+                if ours["rows"].to_pylist() != theirs["rows"].to_pylist():
+                    raise RuntimeError("The two SCD1 tables differ")
+                ratio = theirs["seconds"] / ours["seconds"]
+                ratios.append(ratio)
+                print(
+                    f"round {round_ + 1}: lakehouse {ours['seconds']:.1f} s "
+                    f"(bronze {ours['bronze']:.1f} s, silver {ours['silver']:.1f} s), "
+                    f"{args.records / ours['seconds']:,.0f} changes/s; delta-rs script "
+                    f"{theirs['seconds']:.1f} s, "
+                    f"{args.records / theirs['seconds']:,.0f} changes/s; "
+                    f"ratio {ratio:.2f}x ({ours['rows'].num_rows:,} rows, equal)"
+                )
+            print(
+                f"median ratio (lakehouse throughput / script's): {statistics.median(ratios):.2f}x"
+            )
+
+
+if __name__ == "__main__":
+    main()
