@@ -11,13 +11,8 @@ from lakehouse_assets.constants import BRONZE, SILVER, asset_key, consumer_app_i
 from lakehouse_assets.partitions import silver_automation
 from lakehouse_assets.sensors.streams import kafka_lag_sensor
 from lakehouse_assets.sources.declarations import CDC_MODES, SourceDeclaration
-from lakehouse_assets.sources.refine import (
-    deletes_table,
-    quarantine_table,
-    refine,
-    reinfer_schema,
-    schema_path,
-)
+from lakehouse_assets.sources.refine import refine, reinfer_schema, schema_path
+from lakehouse_assets.sources.writes import deletes_table, quarantine_table
 from resources import LakeResource, SensorSettings, SparkResource
 
 SILVER_KINDS = {"spark", "delta"}

@@ -36,7 +36,7 @@ NAME = re.compile(r"[a-z][a-z0-9_]*")
 FIELD_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 DATE_OF = re.compile(r"date\(\s*([A-Za-z_][A-Za-z0-9_]*)\s*\)")
 
-Format = Literal["json", "debezium-json"]
+Format = Literal["json", "debezium-json", "avro"]
 Mode = Literal["append", "latest-per-key", "cdc-scd1", "cdc-scd2"]
 CDC_MODES = ("cdc-scd1", "cdc-scd2")
 
@@ -61,6 +61,13 @@ class SourceDeclaration(BaseModel):
         default=None, description="A regular expression: every topic whose whole name matches."
     )
     format: Format = Field(default="json", description="How a record's value is encoded.")
+    avro_schema: str | None = Field(
+        default=None, description="The .avsc file of an avro source (relative to this file)."
+    )
+    avro_framing: Literal["confluent", "none"] = Field(
+        default="confluent",
+        description="confluent: each value starts with a zero byte and a 4-byte schema id.",
+    )
     mode: Mode = Field(default="append", description="What the silver table keeps.")
     keys: tuple[str, ...] = Field(
         default=(), description="Columns identifying a row (cdc modes; the Kafka key otherwise)."
@@ -170,6 +177,8 @@ def load_declaration(path: Path) -> SourceDeclaration:
         raise InvalidDeclaration([DeclarationError(path, 1, "", "must be a mapping of fields")])
     lines = dict(_field_lines(node))
     data.setdefault("name", path.stem)
+    if isinstance(data.get("avro_schema"), str):  # relative to the declaration
+        data["avro_schema"] = str((path.parent / data["avro_schema"]).resolve())
     try:
         declaration = SourceDeclaration.model_validate(data)
     except ValidationError as error:
@@ -231,6 +240,15 @@ def _rule_errors(declaration: SourceDeclaration) -> Iterator[tuple[str, str]]:
         yield "keys", "latest-per-key keys rows by the Kafka key: leave 'keys' out"
     if declaration.mode == "latest-per-key" and declaration.order_by != OFFSET:
         yield "order_by", "latest-per-key keeps the record of highest offset: leave out 'order_by'"
+    if (declaration.format == "avro") != (declaration.avro_schema is not None):
+        yield "avro_schema", "an avro source names its .avsc file (and only an avro source)"
+    elif declaration.avro_schema is not None:
+        from lakehouse_assets.sources.avro import AvroSchemaError, read_avsc, table_schema
+
+        try:
+            table_schema(read_avsc(Path(declaration.avro_schema)), declaration.avro_schema)
+        except AvroSchemaError as error:
+            yield "avro_schema", str(error)
     if declaration.mode == "append" and declaration.order_by != OFFSET:
         yield "order_by", "an append source keeps every record: 'order_by' does not apply"
 

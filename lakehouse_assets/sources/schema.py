@@ -46,8 +46,8 @@ MIXED = "variant"  # values of several types: Spark's VARIANT in a merged varian
 ACCEPTS = {
     "boolean": {"boolean"},
     "int": {"long"},  # when the value fits: checked on the values
-    "long": {"long"},
-    "double": {"long", "double"},
+    "long": {"long", "int"},
+    "double": {"long", "int", "double"},
     "string": {"string"},
     "date": {"string", "date"},  # ISO dates: checked on the values
     "timestamp": {"string", "date", "timestamp"},  # ISO dates and date-times: checked too

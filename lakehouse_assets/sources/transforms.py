@@ -187,7 +187,7 @@ def refined(
     records: DataFrame,
     columns: list[Column],
     partitions: Sequence[tuple[str, str | None]],
-    keep: Sequence[str] = (),
+    keep: Sequence[str | Column] = (),
 ) -> DataFrame:
     """The refined rows: the typed columns, the Kafka coordinates as ``_kafka_*``, the bronze
     change feed's kind of change as ``_raw_change_type``, derived partition columns, and the

@@ -61,6 +61,8 @@ def test_a_minimal_json_declaration_takes_the_defaults(tmp_path: Path) -> None:
         ("topic_pattern: '(unclosed'\n", 1, "topic_pattern", "regular expression"),
         ("topic: a\nmode: latest-per-key\norder_by: ts\n", 3, "order_by", "offset"),
         ("topic: a\nsample_size: 0\n", 2, "sample_size", "greater than 0"),
+        ("topic: a\nformat: avro\n", 1, "avro_schema", ".avsc"),
+        ("topic: a\nformat: avro\navro_schema: none.avsc\n", 3, "avro_schema", "not a valid Avro"),
         ("topic: [a\n", 2, "", "not YAML"),
         ("- topic: a\n", 1, "", "mapping"),
     ],

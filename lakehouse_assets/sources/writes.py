@@ -1,0 +1,155 @@
+"""How a declared source's silver tables take a batch's rows: appended, merged by key (latest
+per key, SCD1, SCD2), or replaced whole (a full refresh); and how a table's columns follow its
+schema (widened by a rewrite, or values cast to the table's types)."""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType, StructType
+
+from lakehouse_assets.constants import QUARANTINE_SUFFIX, SILVER
+from lakehouse_assets.sources import cdc, debezium, transforms
+from lakehouse_assets.sources import schema as types
+from lakehouse_assets.sources.cdc import DELETED
+from lakehouse_assets.sources.declarations import SourceDeclaration
+from lakehouse_assets.sources.schema import Schema
+from resources import LakeResource, delta
+from resources.delta import Markers
+
+
+def quarantine_table(source: SourceDeclaration) -> str:
+    return f"{source.name}{QUARANTINE_SUFFIX}"
+
+
+def deletes_table(source: SourceDeclaration) -> str:
+    """The table remembering a CDC source's deletes (keys and sequence)."""
+    return f"{source.name}{cdc.DELETES_SUFFIX}"
+
+
+def replace(
+    lake: LakeResource, source: SourceDeclaration, rows: DataFrame, markers: Markers
+) -> int:
+    """Replace ``silver.<source>`` with what ``rows`` (every change bronze holds) make of it."""
+    keys = list(source.keys)
+    if source.mode == "append":
+        table = rows.drop(DELETED)
+    elif source.mode == "latest-per-key":
+        table = transforms.newest_per_key(rows, ["_kafka_key"]).where(~F.col(DELETED))
+    elif source.mode == "cdc-scd1":
+        table = transforms.newest_per_key(rows, keys, [debezium.SEQUENCE]).where(~F.col(DELETED))
+    else:
+        no_deletes = cdc.new_deletes(rows, keys).limit(0)
+        table = cdc.scd2(rows, rows.limit(0), no_deletes, keys)
+    table = table.drop(DELETED).cache()
+    partition_by = [column for column, _ in source.partition_columns]
+    lake.replace(SILVER, source.name, table, markers, partition_by)
+    count = table.count()
+    table.unpersist()
+    return count
+
+
+def keep(
+    lake: LakeResource,
+    spark: SparkSession,
+    source: SourceDeclaration,
+    rows: DataFrame,
+    markers: Markers,
+) -> int:
+    """Write the batch's valid ``rows`` to ``silver.<source>`` as its mode says; returns the
+    rows written (appended, or merged)."""
+    partition_by = [column for column, _ in source.partition_columns]
+    merge = {"markers": markers, "partition_by": partition_by, "within_partitions": False}
+    if source.mode == "append":
+        kept = rows.drop(DELETED).cache()
+        lake.append(SILVER, source.name, kept, partition_by, markers=markers)
+        count = kept.count()
+        kept.unpersist()
+        return count
+    if source.mode == "latest-per-key":
+        newest = transforms.newest_per_key(rows, ["_kafka_key"]).toArrow()
+        lake.merge(SILVER, source.name, newest, ["_kafka_key"], delete_flag=DELETED, **merge)
+        return newest.num_rows
+    keys = list(source.keys)
+    changed = rows.select(*keys).distinct()
+    deletes = _stored(lake, spark, deletes_table(source), changed, cdc.new_deletes(rows, keys))
+    if source.mode == "cdc-scd1":
+        newest = cdc.scd1(rows, deletes, keys).toArrow()
+        lake.merge(
+            SILVER, source.name, newest, keys, update_when=cdc.NEWER, delete_flag=DELETED, **merge
+        )
+        return newest.num_rows
+    versions = _stored(lake, spark, source.name, changed, rows)
+    history = cdc.scd2(rows, versions, deletes, keys).toArrow()
+    lake.merge(SILVER, source.name, history, [*keys, cdc.VALID_FROM], **merge)
+    return history.num_rows
+
+
+def record_deletes(
+    lake: LakeResource,
+    source: SourceDeclaration,
+    rows: DataFrame,
+    markers: Markers,
+    rebuild: bool = False,
+) -> None:
+    """Remember the deletes among ``rows`` in ``silver.<source>_deletes`` (all of them, replacing
+    the table, when ``rebuild``)."""
+    table = deletes_table(source)
+    if not rebuild and lake.holds(SILVER, table, markers):
+        return
+    deleted = cdc.new_deletes(rows, source.keys)
+    if rebuild:
+        lake.replace(SILVER, table, deleted, markers)
+    else:
+        keys = [*source.keys, debezium.SEQUENCE]
+        lake.merge(SILVER, table, deleted.toArrow(), keys, markers=markers)
+
+
+def _stored(
+    lake: LakeResource, spark: SparkSession, table: str, keys: DataFrame, like: DataFrame
+) -> DataFrame:
+    """The rows of ``silver.<table>`` whose keys are in ``keys`` (before the table exists, no
+    rows, with the columns of ``like``)."""
+    if not lake.exists(SILVER, table):
+        return like.limit(0)
+    return lake.read(spark, SILVER, table).join(keys, keys.columns, "left_semi")
+
+
+def widen_table(
+    lake: LakeResource, spark: SparkSession, source: SourceDeclaration, schema: Schema
+) -> None:
+    """Rewrite ``silver.<source>`` with its columns in the wider types of ``schema`` (a Delta
+    column's type changes only by a rewrite; the rows are the same: no data change)."""
+    stored = lake.read(spark, SILVER, source.name)
+    wanted = {name: types.data_type(t) for name, _, t in types.leaves(schema, source.flatten)}
+    columns, changed = [], False
+    for column in stored.schema.fields:
+        target = wanted.get(column.name)
+        if target is None or column.dataType == target:
+            columns.append(F.col(column.name))
+            continue
+        changed = True
+        if isinstance(target, StructType | ArrayType):  # a JSON round trip: lossless
+            columns.append(F.from_json(F.to_json(column.name), target).alias(column.name))
+        else:
+            columns.append(F.col(column.name).cast(target).alias(column.name))
+    if changed:
+        partition_by = [column for column, _ in source.partition_columns]
+        lake.rewrite(SILVER, source.name, stored.select(*columns), partition_by)
+
+
+def conform(lake: LakeResource, source: SourceDeclaration, rows: DataFrame) -> DataFrame:
+    """``rows`` with each column the table already has in the table's type (a schema file
+    edited to a narrower type does not change the table: its values are cast)."""
+    table = lake.find(SILVER, source.name)
+    if table is None:
+        return rows
+    stored = {f.name: f.dataType for f in delta.spark_schema(table).fields}
+    return rows.select(
+        *[
+            F.col(f.name).cast(stored[f.name]).alias(f.name)
+            if f.name in stored and stored[f.name] != f.dataType
+            else F.col(f.name)
+            for f in rows.schema.fields
+        ]
+    )
