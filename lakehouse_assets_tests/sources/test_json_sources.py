@@ -157,3 +157,9 @@ def test_latest_per_key_keeps_the_highest_offset_and_deletes_on_tombstones(
     ]
     rejected = rows(spark, lake, "prices_quarantine", "offset")
     assert [(r["offset"], r["reason"]) for r in rejected] == [(3, "null key"), (8, "null key")]
+
+    # The schema is inferred anew on request, from the latest value per key in bronze.
+    schema_file(lake, "prices").write_text('{"price": "double", "stale": "string"}')
+    reinfer = {"ops": {"silver_prices": {"config": {"reinfer_schema": True}}}}
+    dg.materialize(source_assets(source), resources=resources, run_config=reinfer)
+    assert json.loads(schema_file(lake, "prices").read_text()) == {"price": "double"}
