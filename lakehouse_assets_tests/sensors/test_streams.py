@@ -21,7 +21,7 @@ from lakehouse_assets.constants import (
     stream_name,
 )
 from lakehouse_assets.devtools.broker import EmbeddedBroker
-from lakehouse_assets.sensors.streams import kafka_lag_sensor, landing_sensor
+from lakehouse_assets.sensors.streams import kafka_lag_sensor, landing_sensor, stream_lag
 from lakehouse_assets_tests.conftest import produce
 from resources import SensorSettings
 from resources.checkpoints import committed_offsets
@@ -133,3 +133,15 @@ def test_small_lag_waits_until_the_oldest_record_has_waited_long_enough(
     waited = str(time.time() - 61)
     context = dg.build_sensor_context(instance=instance, resources=resources, cursor=waited)
     assert requested(sensor(context)) == [asset_key(BRONZE, TOPIC_WORKOUT)]
+
+
+def test_the_lag_of_a_topic_pattern_counts_every_matching_topic(
+    broker: EmbeddedBroker, resources: dict[str, Any]
+) -> None:
+    for topic in ("prices.eu", "prices.us", "prices.eu.archive"):
+        resources["kafka"].create_topic(topic, partitions=1)
+    produce(broker.bootstrap_servers, "prices.eu", [{"p": n} for n in range(3)])
+    produce(broker.bootstrap_servers, "prices.us", [{"p": n} for n in range(2)])
+    produce(broker.bootstrap_servers, "prices.eu.archive", [{"p": 0}])  # not a whole match
+    lag = stream_lag(resources["kafka"], resources["lake"], "prices", pattern=r"prices\.(eu|us)")
+    assert lag == {("prices.eu", 0): 3, ("prices.us", 0): 2}
