@@ -1,28 +1,13 @@
-"""Avro sources: each value decoded with the declared ``.avsc`` schema (fastavro, on the
-executors) into the JSON text the rest of a declared source reads, and the source's schema
-derived from the ``.avsc`` instead of inferred.
-
-Values are Avro binary datums, framed as Confluent's serializers write them (a zero byte and
-a 4-byte schema id first) unless the declaration says ``avro_framing: none``. A value that does
-not decode is quarantined with the decoder's reason.
-"""
+"""Avro sources: the declared ``.avsc`` schema read, and the source's schema derived from it
+instead of inferred. The values are decoded on the executors (``reader.Reader``): Avro binary
+datums, framed as Confluent's serializers write them (a zero byte and a 4-byte schema id first)
+unless the declaration says ``avro_framing: none``."""
 
 from __future__ import annotations
 
-import base64
-import datetime as dt
-import decimal
-import functools
-import io
 import json
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-import pyarrow as pa
-from pyspark.sql import DataFrame
-from pyspark.sql.types import BinaryType, StringType, StructField, StructType
 
 from lakehouse_assets.sources.schema import Schema, Type
 
@@ -100,77 +85,3 @@ def _type(avro: Any, where: str, named: dict[str, Type]) -> Type:
     if kind == "map":
         raise AvroSchemaError(f"{where}: Avro maps are not supported")
     return _type(kind, where, named)
-
-
-def decode(records: DataFrame, avsc: dict[str, Any], framing: str) -> DataFrame:
-    """``records`` with ``_decoded``, the JSON text of each value's datum (null when it does not
-    decode, with the reason in ``_avro_error``)."""
-    decoded = [StructField(DECODED, BinaryType()), StructField(ERROR, StringType())]
-    schema = StructType([*records.schema.fields, *decoded])
-    decoder = functools.partial(_decode_batches, schema=json.dumps(avsc), framing=framing)
-    return records.mapInArrow(decoder, schema)
-
-
-def _decode_batches(
-    batches: Iterator[pa.RecordBatch], schema: str, framing: str
-) -> Iterator[pa.RecordBatch]:
-    import fastavro
-
-    parsed = fastavro.parse_schema(json.loads(schema))
-    for batch in batches:
-        decoded, errors = [], []
-        for value in batch.column("value").to_pylist():
-            text, error = _decode(value, parsed, framing) if value is not None else (None, None)
-            decoded.append(text)
-            errors.append(error)
-        yield pa.RecordBatch.from_arrays(
-            [*batch.columns, pa.array(decoded, pa.binary()), pa.array(errors, pa.string())],
-            [*batch.schema.names, DECODED, ERROR],
-        )
-
-
-def _decode(value: bytes, parsed: Any, framing: str) -> tuple[bytes | None, str | None]:
-    import fastavro
-
-    if framing == "confluent":
-        if len(value) < CONFLUENT_HEADER or value[0] != 0:
-            return None, "not avro: no Confluent header (magic byte 0 and a schema id)"
-        value = value[CONFLUENT_HEADER:]
-    stream = io.BytesIO(value)
-    try:
-        datum = fastavro.schemaless_reader(stream, parsed, None)
-    except Exception as error:  # fastavro raises many kinds on bad input
-        return None, f"not avro: {type(error).__name__}: {error}"
-    if stream.tell() != len(value):
-        return None, f"not avro: {len(value) - stream.tell()} bytes left after the datum"
-    return json.dumps(datum, default=_json_value).encode(), None
-
-
-@functools.singledispatch
-def _json_value(value: Any) -> Any:
-    raise TypeError(f"{type(value).__name__} is not JSON")
-
-
-@_json_value.register
-def _(value: dt.date) -> str:  # datetimes too (a subclass): ISO 8601
-    return value.isoformat()
-
-
-@_json_value.register
-def _(value: decimal.Decimal) -> float:
-    return float(value)
-
-
-@_json_value.register
-def _(value: bytes) -> str:
-    return base64.b64encode(value).decode()
-
-
-@_json_value.register
-def _(value: dt.time) -> str:
-    return value.isoformat()
-
-
-@_json_value.register
-def _(value: uuid.UUID) -> str:
-    return str(value)

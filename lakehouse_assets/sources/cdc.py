@@ -13,10 +13,9 @@ from collections.abc import Sequence
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from lakehouse_assets.sources.debezium import OP, SEQUENCE
+from lakehouse_assets.sources.reader import DELETED, OP, SEQUENCE
 from lakehouse_assets.sources.transforms import KAFKA_COLUMNS, newest_per_key
 
-DELETED = "_deleted"
 DELETES_SUFFIX = "_deletes"
 VALID_FROM, VALID_TO, IS_CURRENT = "valid_from", "valid_to", "is_current"
 # A merge's condition for a source row replacing (or deleting) the target row of its key.

@@ -1,103 +1,73 @@
-"""A declared source's schema for one batch: inferred when there is none yet, grown by what the
-batch shows, and what it still rejects. Spark looks at the data (one pass, and one more per field
-whose values have several types); the rules are ``lakehouse_assets.sources.schema``'s."""
+"""A declared source's schema for one batch: inferred when there is none yet, and grown by what
+the batch shows (the ``_issues`` the reader reports: new fields, and values of other types).
+The rules are ``lakehouse_assets.sources.schema``'s."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from lakehouse_assets.silver.validation import REASON
 from lakehouse_assets.sources import schema as types
-from lakehouse_assets.sources import transforms
+from lakehouse_assets.sources.reader import ISSUES, Reader, ReadSpec
 from lakehouse_assets.sources.schema import Schema, Type
 
-
-@dataclass
-class BatchSchema:
-    """The schema a batch is read with, and what the batch changed in it."""
-
-    schema: Schema
-    added: list[str] = field(default_factory=list)  # new columns
-    widened: list[str] = field(default_factory=list)  # columns of a wider type
-    rejected_types: dict[tuple[str, ...], list[str]] = field(default_factory=dict)
+MAX_ISSUES = 10_000  # distinct (field, type) reports a batch's schema is grown from, at most
 
 
-def sample(records: DataFrame, size: int) -> DataFrame:
-    """The latest valid value of each Kafka key (each keyless record counts alone), at most
-    ``size`` of them, newest first: what a first schema is inferred from."""
-    valid = records.where(F.col(REASON).isNull())
-    newest = Window.partitionBy("topic", "partition", "key").orderBy(F.desc("offset"))
-    ranked = valid.withColumn(
-        "_rank", F.when(F.col("key").isNull(), 1).otherwise(F.row_number().over(newest))
-    )
-    return ranked.where(F.col("_rank") == 1).drop("_rank").orderBy(F.desc("timestamp")).limit(size)
+def sample(records: DataFrame, size: int) -> list[tuple[bytes, bytes | None]]:
+    """``(value, key)`` of the latest record of each Kafka key (each keyless record counts
+    alone), at most ``size`` of them, newest (highest offset) first: what a first schema is
+    inferred from."""
+    valued = records.where(F.col("value").isNotNull())
+    keyless = F.when(F.col("key").isNull(), F.col("offset"))
+    latest = valued.groupBy("topic", "partition", "key", keyless.alias("_alone")).agg(
+        F.max_by(F.struct("value", "key"), "offset").alias("record"),
+        F.max("offset").alias("offset"),
+    )  # an aggregation (combined before the shuffle), not a sort of every record
+    rows = latest.orderBy(F.desc("offset")).select("record.value", "record.key").limit(size)
+    return [(row.value, row.key) for row in rows.collect()]
 
 
-def infer(records: DataFrame, size: int) -> Schema:
-    """A first schema, from the latest value per key of ``records`` (see ``sample``)."""
-    return for_batch(sample(records, size), {}, flatten=True).schema
+def infer(spec: ReadSpec, values: Iterable[tuple[bytes, bytes | None]]) -> Schema:
+    """A first schema: every field the ``values`` hold, the newest value's type first."""
+    reader = Reader(replace(spec, schema={}, keys=()))
+    reports: list[str] = []
+    for value, key in values:
+        issues = reader.read(value, key).get(ISSUES)
+        if issues:
+            reports.append(issues)
+    return grow({}, [(report, 1) for report in reports])
 
 
-def for_batch(records: DataFrame, schema: Schema, flatten: bool) -> BatchSchema:
-    """``schema`` grown by the valid ``records`` (parsed by ``transforms.parse_values``): new
-    fields added, compatible values widened; and, for fields kept whole, the types of values
-    seen that the grown schema still does not accept (their records are quarantined)."""
-    observed = transforms.observe(records, schema, flatten)
-    seen: Type | None = observed["seen"]
-    grown = types.evolve(schema, seen) if seen is not None else dict(schema)
-    for path in observed["widened"]:
-        grown = _widen_at(grown, path)
-    for path in transforms.mixed_paths(seen):
-        for kind, _ in transforms.types_at(records, path):  # most frequent first
-            value = types.observed(kind)
-            if value is not None:
-                grown = types.evolve(grown, _nest(path, value))
-    result = BatchSchema(grown, *_changes(schema, grown, flatten))
-    for _, path, declared in types.leaves(grown, flatten):
-        if isinstance(declared, str) or _accepted(declared, seen, path):
-            continue
-        kinds = [kind for kind, _ in transforms.types_at(records, path)]
-        result.rejected_types[path] = [
-            kind for kind in kinds if not _accepts(declared, types.observed(kind))
-        ]
-    return result
+def issues_of(typed: DataFrame) -> list[tuple[str, int]]:
+    """The distinct ``_issues`` reports of a read batch with their counts, most frequent first."""
+    reports = typed.where(F.col(ISSUES).isNotNull()).groupBy(ISSUES).count()
+    top = reports.orderBy(F.desc("count"), ISSUES).limit(MAX_ISSUES).collect()
+    return [(row[ISSUES], row["count"]) for row in top]
 
 
-def _accepts(declared: Type, seen: Type | None) -> bool:
-    return seen is None or types.accepts(declared, seen)
+def grow(schema: Schema, reports: Sequence[tuple[str, int]]) -> Schema:
+    """``schema`` grown by the reports (most frequent first): new fields added, values a wider
+    type holds widening their field (``int`` beyond 32 bits to ``long``); other values leave it
+    as it is, and their records stay rejected."""
+    grown = dict(schema)
+    for report, _ in reports:
+        for path, seen in json.loads(report):
+            if seen is None:
+                continue
+            if _type_at(grown, path) == "int" and seen == "long":
+                grown = _set_at(grown, path, "long")
+            else:
+                grown = types.evolve(grown, _nest(path, seen))
+    return grown
 
 
-def _accepted(declared: Type, seen: Type | None, path: Sequence[str]) -> bool:
-    """Whether every value at ``path`` in the batch (merged type ``seen``) fits ``declared``."""
-    for name in path:
-        if not isinstance(seen, dict):
-            return True  # absent from the batch
-        seen = seen.get(name)
-    return _accepts(declared, seen)
-
-
-def _nest(path: Sequence[str], value: Type) -> Type:
-    for name in reversed(path):
-        value = {name: value}
-    return value
-
-
-def _widen_at(schema: Schema, path: Sequence[str]) -> Schema:
-    """``schema`` with the field at ``path`` one type wider (``int`` -> ``long``, ``date`` ->
-    ``timestamp``)."""
-    name, rest = path[0], path[1:]
-    current = schema[name]
-    if rest and isinstance(current, dict):
-        return {**schema, name: _widen_at(current, rest)}
-    wider = {"int": "long", "date": "timestamp"}
-    return {**schema, name: wider.get(current, current) if isinstance(current, str) else current}
-
-
-def _changes(before: Schema, after: Schema, flatten: bool) -> tuple[list[str], list[str]]:
+def changes(before: Schema, after: Schema, flatten: bool) -> tuple[list[str], list[str]]:
+    """The columns ``after`` adds to ``before``, and those whose type it changes."""
     old = {name: declared for name, _, declared in types.leaves(before, flatten)}
     added, widened = [], []
     for name, _, declared in types.leaves(after, flatten):
@@ -106,3 +76,24 @@ def _changes(before: Schema, after: Schema, flatten: bool) -> tuple[list[str], l
         elif types.spark_type(old[name]) != types.spark_type(declared):
             widened.append(name)
     return added, widened
+
+
+def _type_at(schema: Schema, path: Sequence[str]) -> Type | None:
+    current: Type | None = schema
+    for name in path:
+        current = current.get(name) if isinstance(current, dict) else None
+    return current
+
+
+def _set_at(schema: Schema, path: Sequence[str], value: Type) -> Schema:
+    name, rest = path[0], path[1:]
+    child = schema.get(name)
+    if rest and isinstance(child, dict):
+        return {**schema, name: _set_at(child, rest, value)}
+    return {**schema, name: value}
+
+
+def _nest(path: Sequence[str], value: Type) -> Type:
+    for name in reversed(path):
+        value = {name: value}
+    return value

@@ -9,10 +9,10 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, StructType
 
 from lakehouse_assets.constants import QUARANTINE_SUFFIX, SILVER
-from lakehouse_assets.sources import cdc, debezium, transforms
+from lakehouse_assets.sources import cdc, transforms
 from lakehouse_assets.sources import schema as types
-from lakehouse_assets.sources.cdc import DELETED
 from lakehouse_assets.sources.declarations import SourceDeclaration
+from lakehouse_assets.sources.reader import DELETED, SEQUENCE
 from lakehouse_assets.sources.schema import Schema
 from resources import LakeResource, delta
 from resources.delta import Markers
@@ -37,7 +37,7 @@ def replace(
     elif source.mode == "latest-per-key":
         table = transforms.newest_per_key(rows, ["_kafka_key"]).where(~F.col(DELETED))
     elif source.mode == "cdc-scd1":
-        table = transforms.newest_per_key(rows, keys, [debezium.SEQUENCE]).where(~F.col(DELETED))
+        table = transforms.newest_per_key(rows, keys, [SEQUENCE]).where(~F.col(DELETED))
     else:
         no_deletes = cdc.new_deletes(rows, keys).limit(0)
         table = cdc.scd2(rows, rows.limit(0), no_deletes, keys)
@@ -101,7 +101,7 @@ def record_deletes(
     if rebuild:
         lake.replace(SILVER, table, deleted, markers)
     else:
-        keys = [*source.keys, debezium.SEQUENCE]
+        keys = [*source.keys, SEQUENCE]
         lake.merge(SILVER, table, deleted.toArrow(), keys, markers=markers)
 
 

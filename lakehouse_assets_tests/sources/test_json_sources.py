@@ -123,7 +123,7 @@ def test_schema_drift_adds_columns_widens_types_and_quarantines_incompatible_rec
     assert [(r["offset"], r["reason"]) for r in rejected] == [
         (3, "incompatible id: expected long, got string"),
         (5, "incompatible reading: expected double, got string"),
-        (6, "incompatible reading: expected double, got object<value: bigint>"),
+        (6, "incompatible reading: expected double, got object<value: long>"),
     ]
 
 

@@ -1,0 +1,114 @@
+"""The executors' reading of one record, on hand-written values (plain Python, no Spark)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from decimal import Decimal
+
+import pytest
+
+from lakehouse_assets.sources.reader import Reader, ReadSpec, observed
+
+SCHEMA = {
+    "id": "long", "n": "int", "day": "date", "at": "timestamp", "who": {"name": "string"},
+    "tags": ["string"], "ok": "boolean", "x": "double",
+}  # fmt: skip
+
+
+def read(value: object, schema=SCHEMA, **spec) -> dict:
+    options = {"flatten": True, "format": "json", "mode": "append", **spec}
+    text = value if isinstance(value, bytes) or value is None else json.dumps(value).encode()
+    return Reader(ReadSpec(schema=schema, **options)).read(text, b"k", 7)
+
+
+def test_observed_types() -> None:
+    assert observed({"a": 1, "b": 1.5, "c": "x", "d": True, "e": None, "f": [1, 2.5], "g": []}) == {
+        "a": "long", "b": "double", "c": "string", "d": "boolean", "f": ["double"], "g": [],
+    }  # fmt: skip
+    assert observed([1, "a"]) == ["variant"]
+    assert observed(2**70) == "double"
+
+
+def test_a_record_that_fits_is_typed_and_flattened() -> None:
+    got = read({"id": 1, "n": 2, "day": "2026-01-02", "at": "2026-01-02T03:04:05Z",
+                "who": {"name": ""}, "tags": ["a"], "ok": False, "x": 3})  # fmt: skip
+    assert got == {
+        "id": 1, "n": 2, "day": dt.date(2026, 1, 2),
+        "at": dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC), "who_name": None, "tags": ["a"],
+        "ok": False, "x": 3.0, "reason": None, "_issues": None, "_deleted": False,
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("value", "reason", "issues"),
+    [
+        ({"id": "7"}, "incompatible id: expected long, got string", [[["id"], "string"]]),
+        ({"n": 2**31}, "incompatible n: expected int, got long", [[["n"], "long"]]),
+        ({"day": "2026-01-02T10:00"}, "incompatible day: expected date, got timestamp",
+         [[["day"], "timestamp"]]),
+        ({"who": "ann"}, "incompatible who: expected object<name: string>, got string",
+         [[["who"], "string"]]),
+        ({"tags": [1]}, "incompatible tags: expected array<string>, got array<long>",
+         [[["tags"], ["long"]]]),
+        ({"ok": 1}, "incompatible ok: expected boolean, got long", [[["ok"], "long"]]),
+        ({"id": 1.5}, "incompatible id: expected long, got double", [[["id"], "double"]]),
+        ({"id": 1, "new": {"a": 1}}, None, [[["new"], {"a": "long"}]]),
+        (b"\xff\xfe", "not utf-8", None),
+        (b"[1]", "malformed json", None),
+        (b"{", "malformed json", None),
+        (None, "no value (tombstone)", None),
+    ],
+)  # fmt: skip
+def test_what_does_not_fit_is_the_reason_and_an_issue(value, reason, issues) -> None:
+    got = read(value)
+    assert got["reason"] == reason
+    assert (json.loads(got["_issues"]) if got["_issues"] else None) == issues
+
+
+ROW = {"id": "long", "name": "string"}
+CDC = {"format": "debezium-json", "mode": "cdc-scd1", "keys": ("id",), "order_by": "source.lsn"}
+
+
+@pytest.mark.parametrize(
+    ("envelope", "expected"),
+    [
+        ({"schema": {}, "payload": {"op": "r", "after": {"id": 1, "name": "a"},
+                                    "source": {"lsn": 5}}},
+         {"_op": "r", "_deleted": False, "_sequence": Decimal(5), "id": 1, "name": "a"}),
+        ({"op": "d", "before": {"id": 1}, "after": None, "source": {"lsn": 6}},
+         {"_op": "d", "_deleted": True, "_sequence": Decimal(6), "id": 1, "name": None}),
+        ({"op": "c", "after": '{"id": {"$numberLong": "2"}, "name": "m"}', "source": {"lsn": 7}},
+         {"_op": "c", "_deleted": False, "_sequence": Decimal(7), "id": 2, "name": "m"}),
+        ({"op": "d", "filter": '{"id": {"$numberLong": "3"}}', "source": {"lsn": 8}},
+         {"_op": "d", "_deleted": True, "_sequence": Decimal(8), "id": 3, "name": None}),
+    ],
+)  # fmt: skip
+def test_debezium_envelopes(envelope, expected) -> None:
+    got = read(envelope, ROW, **CDC)
+    assert {k: got[k] for k in expected} == expected
+    assert got["reason"] is None
+
+
+@pytest.mark.parametrize(
+    ("envelope", "reason"),
+    [
+        ({"after": {"id": 1}}, "not a change event: no op"),
+        ({"op": "t", "source": {"lsn": 1}}, "unsupported op t"),
+        ({"op": "d", "before": None, "source": {"lsn": 1}}, "delete without before"),
+        ({"op": "u", "patch": '{"$set": {"name": "b"}}', "filter": '{"id": 1}',
+          "source": {"lsn": 1}}, "partial update ($set/$unset)"),
+        ({"op": "c", "after": None, "source": {"lsn": 1}}, "change without after"),
+        ({"op": "c", "after": {"name": "x"}, "source": {"lsn": 1}}, "missing key id"),
+        ({"op": "c", "after": {"id": 1}, "source": {}}, "missing source.lsn"),
+    ],
+)  # fmt: skip
+def test_envelopes_that_are_not_changes_get_their_reason(envelope, reason) -> None:
+    assert read(envelope, ROW, **CDC)["reason"] == reason
+
+
+def test_a_debezium_tombstone_is_skipped_and_ordering_by_offset_uses_the_offset() -> None:
+    assert read(None, ROW, **CDC)["_skipped"] is True
+    by_offset = {**CDC, "order_by": "offset"}
+    got = read({"op": "c", "after": {"id": 1}}, ROW, **by_offset)
+    assert got["_sequence"] == Decimal(7)
