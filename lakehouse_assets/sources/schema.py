@@ -41,7 +41,7 @@ Type: TypeAlias = "str | dict[str, Type] | list[Type]"
 Schema: TypeAlias = "dict[str, Type]"
 
 SCALARS = ("boolean", "int", "long", "double", "string", "date", "timestamp")
-MIXED = "variant"  # values of several types: Spark's VARIANT in a merged variant schema
+MIXED = "variant"  # values of several types (the elements of an array)
 # What each scalar type accepts (types of values, as ``observed`` names them).
 ACCEPTS = {
     "boolean": {"boolean"},
@@ -62,58 +62,6 @@ _DATA_TYPES = {
 
 class SchemaError(ValueError):
     """A schema file that does not describe a schema."""
-
-
-# ----- types observed in the data ----------------------------------------------------------------
-def observed(variant_type: str) -> Type | None:
-    """The type of values described by Spark's ``schema_of_variant`` (or ``_agg``) text, e.g.
-    ``OBJECT<a: BIGINT, b: ARRAY<STRING>>``; None for VOID (only nulls)."""
-    parsed, rest = _parse(variant_type.strip())
-    if rest:
-        raise ValueError(f"Unexpected {rest!r} in the variant type {variant_type!r}")
-    return parsed
-
-
-def _parse(text: str) -> tuple[Type | None, str]:
-    if text.startswith("OBJECT<"):
-        fields: dict[str, Type] = {}
-        rest = text[len("OBJECT<") :]
-        while not rest.startswith(">"):
-            name, rest = _name(rest)
-            value, rest = _parse(rest.removeprefix(":").lstrip())
-            if value is not None:
-                fields[name] = value
-            rest = rest.removeprefix(",").lstrip()
-        return fields, rest[1:]
-    if text.startswith("ARRAY<"):
-        element, rest = _parse(text[len("ARRAY<") :])
-        return ([] if element is None else [element]), rest.removeprefix(">")
-    word = text.split(">")[0].split(",")[0].split("(")[0].strip()
-    rest = text[len(word) :]
-    if rest.startswith("("):  # DECIMAL(p,s)
-        rest = rest[rest.index(")") + 1 :]
-    kinds = {"BIGINT": "long", "DOUBLE": "double", "FLOAT": "double", "DECIMAL": "double",
-             "STRING": "string", "BOOLEAN": "boolean", "DATE": "date", "TIMESTAMP": "timestamp",
-             "TIMESTAMP_NTZ": "timestamp", "VARIANT": MIXED, "VOID": None}  # fmt: skip
-    if word not in kinds:
-        raise ValueError(f"Unsupported variant type {word!r}")
-    return kinds[word], rest
-
-
-def _name(text: str) -> tuple[str, str]:
-    if not text.startswith("`"):
-        name, _, rest = text.partition(":")
-        return name.strip(), ":" + rest
-    index, chars = 1, []
-    while True:  # a quoted name; a doubled backtick is one backtick
-        if text[index] == "`" and text[index + 1 : index + 2] == "`":
-            chars.append("`")
-            index += 2
-        elif text[index] == "`":
-            return "".join(chars), text[index + 1 :]
-        else:
-            chars.append(text[index])
-            index += 1
 
 
 # ----- evolution ---------------------------------------------------------------------------------
@@ -219,14 +167,6 @@ def leaves(
                 yield f"{name}{separator}{column}", (name, *path), leaf
         else:
             yield name, (name,), value
-
-
-def nodes(schema: Schema, prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
-    """Paths of the objects a flattened record must hold as objects."""
-    for name, value in schema.items():
-        if isinstance(value, dict) and value:
-            yield (*prefix, name)
-            yield from nodes(value, (*prefix, name))
 
 
 # ----- the file ----------------------------------------------------------------------------------

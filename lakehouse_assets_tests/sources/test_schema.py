@@ -8,18 +8,6 @@ from lakehouse_assets.sources import schema as types
 from lakehouse_assets.sources.schema import SchemaError
 
 
-def test_variant_types_read_as_schema_types() -> None:
-    text = (
-        "OBJECT<a: BIGINT, b: DECIMAL(2,1), `c d`: OBJECT<`x,y`: STRING, n: VOID>, "
-        "e: ARRAY<OBJECT<q: BOOLEAN>>, f: ARRAY<VOID>, ```g`: DOUBLE, h: VARIANT>"
-    )
-    assert types.observed(text) == {
-        "a": "long", "b": "double", "c d": {"x,y": "string"}, "e": [{"q": "boolean"}],
-        "f": [], "`g": "double", "h": "variant",
-    }  # fmt: skip
-    assert types.observed("VOID") is None
-
-
 @pytest.mark.parametrize(
     ("declared", "seen", "fits"),
     [
@@ -85,7 +73,6 @@ def test_leaves_flatten_objects_and_keep_arrays_whole() -> None:
         ("e", ("e",), [{"f": "long"}]), ("g", ("g",), {}),
     ]  # fmt: skip
     assert [name for name, _, _ in types.leaves(schema, flatten=False)] == ["a", "e", "g"]
-    assert list(types.nodes(schema)) == [("a",), ("a", "b")]
 
 
 def test_spark_types() -> None:
