@@ -15,6 +15,7 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lakehouse_assets.admin import migrate, sources
 from lakehouse_assets.devtools.broker import EmbeddedBroker, EmbeddedBrokerError
 from lakehouse_assets.devtools.service import LocalService
 from lakehouse_assets.devtools.spark_server import (
@@ -220,42 +221,6 @@ def produce_sample(users: int, days: int) -> None:
     servers = os.environ.get(ENV_KAFKA_BOOTSTRAP_SERVERS, f"127.0.0.1:{DEFAULT_BROKER_PORT}")
     counts = sample_data.produce(servers, sample_data.generate(users, days).messages)
     print(f"Produced into {servers}: {counts}")
-
-
-def migrate() -> None:
-    """Upgrade the lake's tables written by earlier versions (see
-    ``lakehouse_assets.migrations``), on the configured lake and Spark."""
-    from lakehouse_assets import migrations
-    from resources import build_resources
-
-    resources = build_resources()
-    lake = resources["lake"]
-    upgrades = migrations.pending(lake)
-    if not upgrades:
-        print(f"Every table of the lake at {lake.root_uri} is in this version's layout.")
-        return
-    spark = resources["spark"].get_session()
-    for upgrade in upgrades:
-        try:
-            version = migrations.migrate(spark, lake, upgrade)
-        except migrations.MigrationError as error:
-            sys.exit(str(error))
-        rows = lake.row_count(upgrade.layer, upgrade.table)
-        print(f"{upgrade.layer}.{upgrade.table}: {upgrade.change} ({rows} rows, version {version})")
-
-
-def sources() -> None:
-    """List the declared sources (``LAKEHOUSE_SOURCES``); exit 1 naming every invalid file."""
-    from lakehouse_assets.sources.declarations import load_declarations, sources_dir
-
-    folder = sources_dir()
-    declared, errors = load_declarations(folder)
-    for source in declared:
-        origin = source.topic or f"/{source.topic_pattern}/"
-        print(f"{source.name}: {origin} ({source.format}, {source.mode})")
-    print(f"{len(declared)} sources declared in {folder}, {len(errors)} files not loaded")
-    if errors:
-        sys.exit("\n".join(str(error) for error in errors))
 
 
 def spark_archive() -> None:

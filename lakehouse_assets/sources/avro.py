@@ -1,18 +1,20 @@
-"""Avro sources: the declared ``.avsc`` schema read, and the source's schema derived from it
-instead of inferred. The values are decoded on the executors (``reader.Reader``): Avro binary
-datums, framed as Confluent's serializers write them (a zero byte and a 4-byte schema id first)
-unless the declaration says ``avro_framing: none``."""
+"""Avro sources: the declared ``.avsc`` schema read, the source's schema derived from it
+instead of inferred, and each value decoded (on the executors, by ``reader.Reader``): Avro
+binary datums, framed as Confluent's serializers write them (a zero byte and a 4-byte schema
+id first) unless the declaration says ``avro_framing: none``."""
 
 from __future__ import annotations
 
+import base64
+import datetime as dt
+import decimal
+import io
 import json
 from pathlib import Path
 from typing import Any
 
 from lakehouse_assets.sources.schema import Schema, Type
 
-DECODED = "_decoded"  # the datum as JSON text
-ERROR = "_avro_error"
 CONFLUENT_HEADER = 5  # magic byte 0, then the schema id (4 bytes, big-endian)
 # Avro primitive types as the schema's types (bytes as base64 text, floats as doubles).
 PRIMITIVES = {"boolean": "boolean", "int": "int", "long": "long", "float": "double",
@@ -85,3 +87,36 @@ def _type(avro: Any, where: str, named: dict[str, Type]) -> Type:
     if kind == "map":
         raise AvroSchemaError(f"{where}: Avro maps are not supported")
     return _type(kind, where, named)
+
+
+def decode(value: bytes, parsed: Any, framing: str) -> Any:
+    """The datum of a value, as the JSON data it reads as (dates, times and decimals as text
+    or numbers, bytes as base64); ``parsed``: the ``.avsc`` after ``fastavro.parse_schema``.
+
+    Raises:
+        ValueError: the value does not decode (the message is the reason).
+    """
+    import fastavro
+
+    if framing == "confluent":
+        if len(value) < CONFLUENT_HEADER or value[0] != 0:
+            raise ValueError("not avro: no Confluent header (magic byte 0 and a schema id)")
+        value = value[CONFLUENT_HEADER:]
+    stream = io.BytesIO(value)
+    try:
+        datum = fastavro.schemaless_reader(stream, parsed, None)
+    except Exception as error:  # fastavro raises many kinds on bad input
+        raise ValueError(f"not avro: {type(error).__name__}: {error}") from None
+    if stream.tell() != len(value):
+        raise ValueError(f"not avro: {len(value) - stream.tell()} bytes left after the datum")
+    return json.loads(json.dumps(datum, default=_json_value))
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, dt.date | dt.time):
+        return value.isoformat()
+    if isinstance(value, decimal.Decimal):
+        return float(value)
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode()
+    return str(value)  # uuid

@@ -10,12 +10,7 @@ batch is read again with it.
 
 from __future__ import annotations
 
-import base64
-import datetime as dt
-import decimal
-import io
 import json
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -23,35 +18,15 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
+from lakehouse_assets.sources import avro, debezium
 from lakehouse_assets.sources import schema as types
 from lakehouse_assets.sources.schema import Schema, Type
+from lakehouse_assets.sources.values import Misfit, convert
 
-DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
-DATE_TIME = re.compile(
-    r"\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}(:?\d{2})?)?)?"
-)
-INT32 = (-(2**31), 2**31 - 1)
-INT64 = (-(2**63), 2**63 - 1)
-OPS = ("c", "u", "d", "r")
-CONFLUENT_HEADER = 5
 # Columns the reader adds to a record's typed fields.
 REASON, ISSUES, OP, SEQUENCE = "reason", "_issues", "_op", "_sequence"
 DELETED, SKIPPED = "_deleted", "_skipped"  # deletes its key; changes nothing
 SEQUENCE_TYPE = pa.decimal128(38, 6)
-MICRO = decimal.Decimal("0.000001")
-
-
-class Misfit(Exception):
-    """A value that does not fit its field's type."""
-
-    def __init__(self, path: tuple[str, ...], expected: Type, seen: Type | None) -> None:
-        super().__init__(path)
-        self.path, self.expected, self.seen = path, expected, seen
-
-    @property
-    def reason(self) -> str:
-        expected = self.expected if isinstance(self.expected, str) else describe(self.expected)
-        return f"incompatible {'.'.join(self.path)}: expected {expected}, got {describe(self.seen)}"
 
 
 @dataclass(frozen=True)
@@ -71,190 +46,6 @@ class ReadSpec:
         return list(types.leaves(self.schema, self.flatten))
 
 
-# ----- types of Python values --------------------------------------------------------------------
-def observed(value: Any) -> Type | None:
-    """The type of a decoded JSON value (None for null); arrays of several types: ``variant``."""
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "long" if INT64[0] <= value <= INT64[1] else "double"
-    if isinstance(value, float):
-        return "double"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, dict):
-        fields = {k: observed(v) for k, v in value.items()}
-        return {k: v for k, v in fields.items() if v is not None}
-    element: Type | None = None
-    for item in value:
-        seen = observed(item)
-        if seen is not None:
-            element = seen if element is None else (types.widen(element, seen) or types.MIXED)
-    return [] if element is None else [element]
-
-
-def describe(value: Type | None) -> str:
-    """A type as a reason names it: ``object<value: long>``, ``array<string>``."""
-    if value is None:
-        return "null"
-    if isinstance(value, str):
-        return value
-    if isinstance(value, dict):
-        return "object<" + ", ".join(f"{k}: {describe(v)}" for k, v in value.items()) + ">"
-    return f"array<{describe(value[0]) if value else 'unknown'}>"
-
-
-def convert(value: Any, declared: Type, path: tuple[str, ...], issues: list) -> Any:
-    """``value`` as a column of type ``declared`` holds it.
-
-    Raises:
-        Misfit: it does not fit (the caller quarantines the record).
-    """
-    if value is None or value == "":  # empty strings are nulls
-        return None
-    if isinstance(declared, dict):
-        if not isinstance(value, dict):
-            raise Misfit(path, declared, observed(value))
-        out = {}
-        for name, item in value.items():
-            kind = declared.get(name)
-            if kind is None:
-                if item is not None:
-                    issues.append(((*path, name), observed(item)))  # a new field
-            elif item is None or item == "":
-                out[name] = None
-            elif kind == "string" and type(item) is str:  # the common case, first
-                out[name] = item
-            else:
-                out[name] = convert(item, kind, (*path, name), issues)
-        return out
-    if isinstance(declared, list):
-        if not isinstance(value, list):
-            raise Misfit(path, declared, observed(value))
-        if not declared:
-            if any(item is not None for item in value):
-                raise Misfit(path, declared, observed(value))
-            return value
-        inner: list = []
-        try:
-            items = [convert(item, declared[0], path, inner) for item in value]
-        except Misfit:
-            raise Misfit(path, declared, observed(value)) from None
-        if inner:  # new fields in the elements: the array's type grows as a whole
-            issues.append((path, observed(value)))
-        return items
-    return _scalar(value, declared, path)
-
-
-def _scalar(value: Any, declared: str, path: tuple[str, ...]) -> Any:
-    kind = type(value)
-    if declared == "string" and kind is str:
-        return value
-    if declared in ("long", "int") and kind is int:
-        low, high = INT32 if declared == "int" else INT64
-        if low <= value <= high:
-            return value
-    elif declared == "double" and kind in (int, float):
-        return float(value)
-    elif declared == "boolean" and kind is bool:
-        return value
-    elif declared == "date" and kind is str and DATE.fullmatch(value):
-        try:
-            return dt.date.fromisoformat(value)
-        except ValueError:
-            pass
-    elif declared == "timestamp" and kind is str and DATE_TIME.fullmatch(value):
-        try:
-            return _timestamp(value)
-        except ValueError:
-            pass
-    raise Misfit(path, declared, observed(value) if kind is not str else _text_kind(value))
-
-
-def _text_kind(value: str) -> str:
-    """Text as an observed type: ``timestamp`` for a date-time (a ``date`` field widens)."""
-    return "timestamp" if DATE_TIME.fullmatch(value) and not DATE.fullmatch(value) else "string"
-
-
-def _timestamp(text: str) -> dt.datetime:
-    moment = dt.datetime.fromisoformat(text.replace(" ", "T", 1))
-    return moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)
-
-
-# ----- decoding ----------------------------------------------------------------------------------
-def _extended(document: dict[str, Any]) -> Any:
-    """MongoDB extended JSON as plain values: ObjectId as its hex text, numbers, dates as epoch
-    milliseconds (or their ISO text)."""
-    if len(document) == 1:
-        ((name, value),) = document.items()
-        if name == "$oid":
-            return value
-        if name in ("$numberLong", "$numberInt"):
-            return int(value)
-        if name in ("$numberDouble", "$numberDecimal"):
-            return float(value)
-        if name == "$date":
-            return value
-    return document
-
-
-def _document(value: Any) -> Any:
-    """An envelope's row: as it is, or parsed from MongoDB's extended JSON text."""
-    if isinstance(value, str):
-        return json.loads(value, object_hook=_extended)
-    return value
-
-
-def _envelope(value: dict[str, Any], order_by: str) -> tuple[str, Any, Any]:
-    """``(op, row, sequence)`` of a Debezium change event.
-
-    Raises:
-        ValueError: not a change this reads (the message is the reason).
-    """
-    if "schema" in value and "payload" in value:
-        value = value["payload"]
-    op = value.get("op")
-    if op is None:
-        raise ValueError("not a change event: no op")
-    if op not in OPS:
-        raise ValueError(f"unsupported op {op}")
-    if op == "d":
-        row = _document(value.get("before")) or _document(value.get("filter"))
-        if row is None:
-            raise ValueError("delete without before")
-    else:
-        row = _document(value.get("after"))
-        if row is None:
-            patch = _document(value.get("patch"))
-            if isinstance(patch, dict) and any(k.startswith("$") for k in patch):
-                raise ValueError("partial update ($set/$unset)")
-            row = patch
-        if row is None:
-            raise ValueError("change without after")
-    sequence = value
-    for name in order_by.split("."):
-        sequence = sequence.get(name) if isinstance(sequence, dict) else None
-    return op, row, sequence
-
-
-def _sequence(value: Any) -> decimal.Decimal | None:
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, int):
-        return decimal.Decimal(value)
-    if isinstance(value, float):
-        return decimal.Decimal(value).quantize(MICRO)
-    if isinstance(value, str):
-        try:
-            micros = int(_timestamp(value).timestamp() * 1_000_000)
-        except ValueError:
-            return None
-        return decimal.Decimal(micros)
-    return None
-
-
 def _slow_json(value: bytes) -> Any:
     try:
         text = value.decode()
@@ -264,16 +55,6 @@ def _slow_json(value: bytes) -> Any:
         return json.loads(text)
     except ValueError:
         raise ValueError("malformed json") from None
-
-
-def _json_value(value: Any) -> Any:
-    if isinstance(value, dt.date | dt.time):
-        return value.isoformat()
-    if isinstance(value, decimal.Decimal):
-        return float(value)
-    if isinstance(value, bytes):
-        return base64.b64encode(value).decode()
-    return str(value)  # uuid
 
 
 class Reader:
@@ -295,7 +76,7 @@ class Reader:
             ValueError: it does not decode (the message is the reason).
         """
         if self.avro is not None:
-            return self._avro(value)
+            return avro.decode(value, self.avro, self.spec.avro_framing)
         try:
             document = orjson.loads(value)
         except orjson.JSONDecodeError:
@@ -303,22 +84,6 @@ class Reader:
         if not isinstance(document, dict):
             raise ValueError("malformed json")
         return document
-
-    def _avro(self, value: bytes) -> Any:
-        import fastavro
-
-        if self.spec.avro_framing == "confluent":
-            if len(value) < CONFLUENT_HEADER or value[0] != 0:
-                raise ValueError("not avro: no Confluent header (magic byte 0 and a schema id)")
-            value = value[CONFLUENT_HEADER:]
-        stream = io.BytesIO(value)
-        try:
-            datum = fastavro.schemaless_reader(stream, self.avro, None)
-        except Exception as error:  # fastavro raises many kinds on bad input
-            raise ValueError(f"not avro: {type(error).__name__}: {error}") from None
-        if stream.tell() != len(value):
-            raise ValueError(f"not avro: {len(value) - stream.tell()} bytes left after the datum")
-        return json.loads(json.dumps(datum, default=_json_value))  # dates and bytes as text
 
     def read(self, value: bytes | None, key: bytes | None, offset: int = 0) -> dict[str, Any]:
         """The typed fields of one record, with ``reason``, ``_issues`` and, for CDC, ``_op``,
@@ -339,9 +104,9 @@ class Reader:
                 raise ValueError("null key")
             row = self.decode(value)
             if spec.format == "debezium-json":
-                op, row, sequence = _envelope(row, spec.order_by)
+                op, row, order = debezium.envelope(row, spec.order_by)
                 out[OP], out[DELETED] = op, op == "d"
-                out[SEQUENCE] = _sequence(offset if spec.order_by == "offset" else sequence)
+                out[SEQUENCE] = debezium.sequence(offset if spec.order_by == "offset" else order)
             else:
                 out[DELETED] = False
             if not isinstance(row, dict):

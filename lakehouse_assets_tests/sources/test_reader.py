@@ -8,7 +8,8 @@ from decimal import Decimal
 
 import pytest
 
-from lakehouse_assets.sources.reader import Reader, ReadSpec, observed
+from lakehouse_assets.sources.reader import Reader, ReadSpec
+from lakehouse_assets.sources.values import observed
 
 SCHEMA = {
     "id": "long", "n": "int", "day": "date", "at": "timestamp", "who": {"name": "string"},

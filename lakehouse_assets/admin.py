@@ -1,0 +1,42 @@
+"""The ``lakehouse`` commands that look after the lake's tables and the source declarations:
+``migrate`` (tables of earlier layouts) and ``sources`` (list and check the declarations)."""
+
+from __future__ import annotations
+
+import sys
+
+
+def migrate() -> None:
+    """Upgrade the lake's tables written by earlier versions (see
+    ``lakehouse_assets.migrations``), on the configured lake and Spark."""
+    from lakehouse_assets import migrations
+    from resources import build_resources
+
+    resources = build_resources()
+    lake = resources["lake"]
+    upgrades = migrations.pending(lake)
+    if not upgrades:
+        print(f"Every table of the lake at {lake.root_uri} is in this version's layout.")
+        return
+    spark = resources["spark"].get_session()
+    for upgrade in upgrades:
+        try:
+            version = migrations.migrate(spark, lake, upgrade)
+        except migrations.MigrationError as error:
+            sys.exit(str(error))
+        rows = lake.row_count(upgrade.layer, upgrade.table)
+        print(f"{upgrade.layer}.{upgrade.table}: {upgrade.change} ({rows} rows, version {version})")
+
+
+def sources() -> None:
+    """List the declared sources (``LAKEHOUSE_SOURCES``); exit 1 naming every invalid file."""
+    from lakehouse_assets.sources.declarations import load_declarations, sources_dir
+
+    folder = sources_dir()
+    declared, errors = load_declarations(folder)
+    for source in declared:
+        origin = source.topic or f"/{source.topic_pattern}/"
+        print(f"{source.name}: {origin} ({source.format}, {source.mode})")
+    print(f"{len(declared)} sources declared in {folder}, {len(errors)} files not loaded")
+    if errors:
+        sys.exit("\n".join(str(error) for error in errors))

@@ -1,0 +1,85 @@
+"""Debezium change events as decoded Python data: the envelope (with or without the
+``schema``/``payload`` wrapper) reduced to its operation, its row and its order. MongoDB's
+connector writes documents as extended JSON text, read here as plain values."""
+
+from __future__ import annotations
+
+import decimal
+import json
+from typing import Any
+
+from lakehouse_assets.sources.values import timestamp
+
+OPS = ("c", "u", "d", "r")
+MICRO = decimal.Decimal("0.000001")
+
+
+def _extended(document: dict[str, Any]) -> Any:
+    """MongoDB extended JSON as plain values: ObjectId as its hex text, numbers, dates as epoch
+    milliseconds (or their ISO text)."""
+    if len(document) == 1:
+        ((name, value),) = document.items()
+        if name == "$oid":
+            return value
+        if name in ("$numberLong", "$numberInt"):
+            return int(value)
+        if name in ("$numberDouble", "$numberDecimal"):
+            return float(value)
+        if name == "$date":
+            return value
+    return document
+
+
+def _document(value: Any) -> Any:
+    """An envelope's row: as it is, or parsed from MongoDB's extended JSON text."""
+    if isinstance(value, str):
+        return json.loads(value, object_hook=_extended)
+    return value
+
+
+def envelope(value: dict[str, Any], order_by: str) -> tuple[str, Any, Any]:
+    """``(op, row, sequence)`` of a Debezium change event.
+
+    Raises:
+        ValueError: not a change this reads (the message is the reason).
+    """
+    if "schema" in value and "payload" in value:
+        value = value["payload"]
+    op = value.get("op")
+    if op is None:
+        raise ValueError("not a change event: no op")
+    if op not in OPS:
+        raise ValueError(f"unsupported op {op}")
+    if op == "d":
+        row = _document(value.get("before")) or _document(value.get("filter"))
+        if row is None:
+            raise ValueError("delete without before")
+    else:
+        row = _document(value.get("after"))
+        if row is None:
+            patch = _document(value.get("patch"))
+            if isinstance(patch, dict) and any(k.startswith("$") for k in patch):
+                raise ValueError("partial update ($set/$unset)")
+            row = patch
+        if row is None:
+            raise ValueError("change without after")
+    sequence = value
+    for name in order_by.split("."):
+        sequence = sequence.get(name) if isinstance(sequence, dict) else None
+    return op, row, sequence
+
+
+def sequence(value: Any) -> decimal.Decimal | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int):
+        return decimal.Decimal(value)
+    if isinstance(value, float):
+        return decimal.Decimal(value).quantize(MICRO)
+    if isinstance(value, str):
+        try:
+            micros = int(timestamp(value).timestamp() * 1_000_000)
+        except ValueError:
+            return None
+        return decimal.Decimal(micros)
+    return None

@@ -1,0 +1,143 @@
+"""Python values read from a record against a schema: their observed types, and their
+conversion to a column's type (``Misfit`` when they do not fit). The rules are
+``lakehouse_assets.sources.schema``'s; this is how the executors apply them to decoded values."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from typing import Any
+
+from lakehouse_assets.sources import schema as types
+from lakehouse_assets.sources.schema import Type
+
+DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+DATE_TIME = re.compile(
+    r"\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}(:?\d{2})?)?)?"
+)
+INT32 = (-(2**31), 2**31 - 1)
+INT64 = (-(2**63), 2**63 - 1)
+
+
+class Misfit(Exception):
+    """A value that does not fit its field's type."""
+
+    def __init__(self, path: tuple[str, ...], expected: Type, seen: Type | None) -> None:
+        super().__init__(path)
+        self.path, self.expected, self.seen = path, expected, seen
+
+    @property
+    def reason(self) -> str:
+        expected = self.expected if isinstance(self.expected, str) else describe(self.expected)
+        return f"incompatible {'.'.join(self.path)}: expected {expected}, got {describe(self.seen)}"
+
+
+def observed(value: Any) -> Type | None:
+    """The type of a decoded JSON value (None for null); arrays of several types: ``variant``."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "long" if INT64[0] <= value <= INT64[1] else "double"
+    if isinstance(value, float):
+        return "double"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, dict):
+        fields = {k: observed(v) for k, v in value.items()}
+        return {k: v for k, v in fields.items() if v is not None}
+    element: Type | None = None
+    for item in value:
+        seen = observed(item)
+        if seen is not None:
+            element = seen if element is None else (types.widen(element, seen) or types.MIXED)
+    return [] if element is None else [element]
+
+
+def describe(value: Type | None) -> str:
+    """A type as a reason names it: ``object<value: long>``, ``array<string>``."""
+    if value is None:
+        return "null"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        return "object<" + ", ".join(f"{k}: {describe(v)}" for k, v in value.items()) + ">"
+    return f"array<{describe(value[0]) if value else 'unknown'}>"
+
+
+def convert(value: Any, declared: Type, path: tuple[str, ...], issues: list) -> Any:
+    """``value`` as a column of type ``declared`` holds it.
+
+    Raises:
+        Misfit: it does not fit (the caller quarantines the record).
+    """
+    if value is None or value == "":  # empty strings are nulls
+        return None
+    if isinstance(declared, dict):
+        if not isinstance(value, dict):
+            raise Misfit(path, declared, observed(value))
+        out = {}
+        for name, item in value.items():
+            kind = declared.get(name)
+            if kind is None:
+                if item is not None:
+                    issues.append(((*path, name), observed(item)))  # a new field
+            elif item is None or item == "":
+                out[name] = None
+            elif kind == "string" and type(item) is str:  # the common case, first
+                out[name] = item
+            else:
+                out[name] = convert(item, kind, (*path, name), issues)
+        return out
+    if isinstance(declared, list):
+        if not isinstance(value, list):
+            raise Misfit(path, declared, observed(value))
+        if not declared:
+            if any(item is not None for item in value):
+                raise Misfit(path, declared, observed(value))
+            return value
+        inner: list = []
+        try:
+            items = [convert(item, declared[0], path, inner) for item in value]
+        except Misfit:
+            raise Misfit(path, declared, observed(value)) from None
+        if inner:  # new fields in the elements: the array's type grows as a whole
+            issues.append((path, observed(value)))
+        return items
+    return _scalar(value, declared, path)
+
+
+def _scalar(value: Any, declared: str, path: tuple[str, ...]) -> Any:
+    kind = type(value)
+    if declared == "string" and kind is str:
+        return value
+    if declared in ("long", "int") and kind is int:
+        low, high = INT32 if declared == "int" else INT64
+        if low <= value <= high:
+            return value
+    elif declared == "double" and kind in (int, float):
+        return float(value)
+    elif declared == "boolean" and kind is bool:
+        return value
+    elif declared == "date" and kind is str and DATE.fullmatch(value):
+        try:
+            return dt.date.fromisoformat(value)
+        except ValueError:
+            pass
+    elif declared == "timestamp" and kind is str and DATE_TIME.fullmatch(value):
+        try:
+            return timestamp(value)
+        except ValueError:
+            pass
+    raise Misfit(path, declared, observed(value) if kind is not str else _text_kind(value))
+
+
+def _text_kind(value: str) -> str:
+    """Text as an observed type: ``timestamp`` for a date-time (a ``date`` field widens)."""
+    return "timestamp" if DATE_TIME.fullmatch(value) and not DATE.fullmatch(value) else "string"
+
+
+def timestamp(text: str) -> dt.datetime:
+    moment = dt.datetime.fromisoformat(text.replace(" ", "T", 1))
+    return moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)
