@@ -20,16 +20,18 @@ MAX_ISSUES = 10_000  # distinct (field, type) reports a batch's schema is grown 
 
 def sample(records: DataFrame, size: int) -> list[tuple[bytes, bytes | None]]:
     """``(value, key)`` of the latest record of each Kafka key (each keyless record counts
-    alone), at most ``size`` of them, newest (highest offset) first: what a first schema is
+    alone) among the ``size`` newest (highest offsets), newest first: what a first schema is
     inferred from."""
-    valued = records.where(F.col("value").isNotNull())
-    keyless = F.when(F.col("key").isNull(), F.col("offset"))
-    latest = valued.groupBy("topic", "partition", "key", keyless.alias("_alone")).agg(
-        F.max_by(F.struct("value", "key"), "offset").alias("record"),
-        F.max("offset").alias("offset"),
-    )  # an aggregation (combined before the shuffle), not a sort of every record
-    rows = latest.orderBy(F.desc("offset")).select("record.value", "record.key").limit(size)
-    return [(row.value, row.key) for row in rows.collect()]
+    newest = records.where(F.col("value").isNotNull()).orderBy(F.desc("offset")).limit(size)
+    rows = newest.select("topic", "partition", "key", "value").collect()  # one pass, no shuffle
+    seen: set[tuple] = set()
+    latest = []
+    for row in rows:
+        key = (row.topic, row.partition, row.key)
+        if row.key is None or key not in seen:
+            seen.add(key)
+            latest.append((row.value, row.key))
+    return latest
 
 
 def infer(spec: ReadSpec, values: Iterable[tuple[bytes, bytes | None]]) -> Schema:

@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
-from lakehouse_assets.sources import avro, debezium
+from lakehouse_assets.sources import avro, columnar, debezium
 from lakehouse_assets.sources import schema as types
 from lakehouse_assets.sources.schema import Schema, Type
 from lakehouse_assets.sources.values import Misfit, convert
@@ -160,18 +160,48 @@ def output_fields(spec: ReadSpec) -> list[tuple[str, pa.DataType]]:
 
 def read_batches(batches: Iterator[pa.RecordBatch], spec: ReadSpec) -> Iterator[pa.RecordBatch]:
     """``mapInArrow``'s function: each batch with the columns of ``output_fields`` added; the
-    ``value`` bytes kept only for the records with a reason (the quarantine keeps them)."""
+    ``value`` bytes kept only for the records with a reason (the quarantine keeps them). A batch
+    is read in columns when it can be (``columnar``), else one record at a time."""
     reader = Reader(spec)
     fields = output_fields(spec)
+    in_columns = columnar.readable(spec.schema, spec.format)
     for batch in batches:
-        values = batch.column("value").to_pylist()
-        keys = batch.column("key").to_pylist()
-        offsets = batch.column("offset").to_pylist()
-        rows = [reader.read(*record) for record in zip(values, keys, offsets, strict=True)]
-        kept = [v if row[REASON] is not None else None for v, row in zip(values, rows, strict=True)]
         columns = {name: batch.column(name) for name in batch.schema.names}
-        columns["value"] = pa.array(kept, pa.binary())  # in its place: Spark reads by position
-        for name, kind in fields:
-            default = False if name in (DELETED, SKIPPED) else None
-            columns[name] = pa.array([row.get(name, default) for row in rows], kind)
+        read = columnar.read(batch, spec) if in_columns else None
+        if read is None:
+            columns.update(_read_records(reader, batch, fields))
+        else:
+            columns.update(_read_columns(read, batch, spec, fields))
         yield pa.RecordBatch.from_pydict(columns)
+
+
+def _read_records(
+    reader: Reader, batch: pa.RecordBatch, fields: list[tuple[str, pa.DataType]]
+) -> dict[str, pa.Array]:
+    values = batch.column("value").to_pylist()
+    keys = batch.column("key").to_pylist()
+    offsets = batch.column("offset").to_pylist()
+    rows = [reader.read(*record) for record in zip(values, keys, offsets, strict=True)]
+    kept = [v if row[REASON] is not None else None for v, row in zip(values, rows, strict=True)]
+    columns = {"value": pa.array(kept, pa.binary())}  # in its place: Spark reads by position
+    for name, kind in fields:
+        default = False if name in (DELETED, SKIPPED) else None
+        columns[name] = pa.array([row.get(name, default) for row in rows], kind)
+    return columns
+
+
+def _read_columns(
+    read: columnar.Columns,
+    batch: pa.RecordBatch,
+    spec: ReadSpec,
+    fields: list[tuple[str, pa.DataType]],
+) -> dict[str, pa.Array]:
+    rows = batch.num_rows
+    columns = {"value": pa.nulls(rows, pa.binary())}  # no record has a reason
+    for (column, _, _), values in zip(spec.leaves(), read.leaves, strict=True):
+        columns[column] = values
+    columns[REASON], columns[ISSUES] = pa.nulls(rows, pa.string()), pa.nulls(rows, pa.string())
+    columns[DELETED], columns[SKIPPED] = read.deleted, read.skipped
+    if spec.format == "debezium-json":
+        columns[OP], columns[SEQUENCE] = read.op, read.sequence
+    return {name: columns[name].cast(kind) for name, kind in [("value", pa.binary()), *fields]}

@@ -1,0 +1,207 @@
+"""Reading a batch of JSON records in columns (pyarrow's JSON reader, in C++), when every record of
+the batch reads as the record reader (``reader.Reader``) would read it: without a reason and
+without an issue. Any batch that might not, the record reader reads instead, one record at a
+time, so the two paths give the same rows.
+
+Read in columns: plain and Debezium JSON objects (relational envelopes, unwrapped) whose fields
+have scalar types other than dates and timestamps, or objects of them. What cannot fit, pyarrow
+refuses (a text in a number's field, a fraction in an integer's, a number out of range) and what
+the schema lacks it adds to the batch's types: either way the batch goes to the record reader,
+which reports them. Values that are not one-line JSON objects in UTF-8 do too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as compute
+import pyarrow.json as pj
+
+from lakehouse_assets.sources import debezium
+from lakehouse_assets.sources.schema import Type
+
+if TYPE_CHECKING:
+    from lakehouse_assets.sources.reader import ReadSpec
+
+pc: Any = compute  # its functions are made at import time: the type checker cannot see them
+
+COLUMNAR_SCALARS = ("boolean", "int", "long", "double", "string")
+ENVELOPE_REWRAPS = ("payload", "patch", "filter")  # wrapped or MongoDB envelopes: record reader
+ARROW_SCALARS = {
+    "boolean": pa.bool_(), "int": pa.int32(), "long": pa.int64(), "double": pa.float64(),
+    "string": pa.string(),
+}  # fmt: skip
+
+
+def readable(schema: dict[str, Type], format: str) -> bool:
+    """Whether records of ``schema`` in ``format`` can be read in columns at all."""
+    return format in ("json", "debezium-json") and all(_columnar(t) for t in schema.values())
+
+
+def _columnar(declared: Type) -> bool:
+    if isinstance(declared, dict):
+        return all(_columnar(t) for t in declared.values())
+    return isinstance(declared, str) and declared in COLUMNAR_SCALARS
+
+
+def _arrow(declared: Type) -> pa.DataType:
+    if isinstance(declared, dict):
+        return pa.struct([(name, _arrow(t)) for name, t in declared.items()])
+    return ARROW_SCALARS[str(declared)]
+
+
+def parse(values: pa.Array, explicit: dict[str, pa.DataType]) -> pa.Table | None:
+    """The JSON objects of ``values`` (binary, no nulls) as a table, one row per value, with the
+    ``explicit`` types and the inferred types of any other field; None when a value is not a JSON
+    object on one line in UTF-8, or does not fit its field's type."""
+    try:
+        text = values.cast(pa.string())  # checks UTF-8
+    except pa.ArrowInvalid:
+        return None
+    objects = pc.and_(pc.starts_with(text, "{"), pc.ends_with(text, "}"))
+    if not pc.all(objects).as_py():
+        return None  # pyarrow would read a bare null as a row (or crash on it)
+    lines = b"\n".join(values.to_pylist())
+    if lines.count(b"\n") != len(values) - 1 or b"\r" in lines:
+        return None  # a value on several lines
+    options = pj.ParseOptions(
+        explicit_schema=pa.schema(list(explicit.items())), unexpected_field_behavior="infer"
+    )
+    read = pj.ReadOptions(use_threads=False, block_size=len(lines) + 1)
+    try:
+        table = pj.read_json(pa.BufferReader(lines), read_options=read, parse_options=options)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    return table if table.num_rows == len(values) else None
+
+
+def conform(array: pa.Array, declared: Type) -> pa.Array | None:
+    """``array`` with the type of ``declared``: fields missing from the schema dropped when they
+    hold only nulls, empty strings as nulls; None when it holds values the schema lacks."""
+    array = array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
+    if not isinstance(declared, dict):
+        if array.type != _arrow(declared):
+            return None
+        if declared == "string":
+            return pc.if_else(pc.equal(array, ""), pa.scalar(None, pa.string()), array)
+        return array
+    if not pa.types.is_struct(array.type):
+        return None
+    names = {array.type.field(i).name for i in range(array.type.num_fields)}
+    if any(array.type.field(n).type != pa.null() for n in names - set(declared)):
+        return None  # a field the schema lacks, with values: the record reader reports it
+    children = []
+    for name, kind in declared.items():
+        child = conform(pc.struct_field(array, [name]), kind)
+        if child is None:
+            return None
+        children.append(child)
+    fields = [pa.field(name, _arrow(kind)) for name, kind in declared.items()]
+    return pa.StructArray.from_arrays(children, fields=fields, mask=array.is_null())
+
+
+def leaf(values: pa.Array, path: Sequence[str]) -> pa.Array:
+    """The values at ``path`` inside ``values`` (null where a parent is null)."""
+    for name in path:
+        values = pc.struct_field(values, [name])
+    return values
+
+
+def envelope_fields(order_by: str, row: pa.DataType) -> dict[str, pa.DataType]:
+    """The explicit types of a Debezium envelope: ``op``, ``before``, ``after`` and the
+    ``order_by`` field (an integer, as an LSN or ``ts_ms``)."""
+    fields: dict[str, pa.DataType] = {"op": pa.string(), "before": row, "after": row}
+    if order_by != "offset":
+        path = order_by.split(".")
+        kind: pa.DataType = pa.int64()
+        for name in reversed(path[1:]):
+            kind = pa.struct([(name, kind)])
+        fields[path[0]] = kind
+    return fields
+
+
+def changes(
+    table: pa.Table, schema: dict[str, Type], order_by: str
+) -> tuple[pa.Array, pa.Array, pa.Array | None] | None:
+    """``(op, row, order)`` of parsed Debezium envelopes (the order None when ordered by offset);
+    None when any is not a relational change the record reader reads without a reason."""
+    names = set(table.column_names)
+    if names & set(ENVELOPE_REWRAPS) or not {"op", "before", "after"} <= names:
+        return None
+    op = table.column("op").combine_chunks()
+    if op.null_count or not pc.all(pc.is_in(op, pa.array(debezium.OPS))).as_py():
+        return None
+    before, after = conform(table.column("before"), schema), conform(table.column("after"), schema)
+    if before is None or after is None:
+        return None
+    row = pc.if_else(pc.equal(op, "d"), before, after)
+    if row.null_count:
+        return None  # a delete without before, a change without after
+    if order_by == "offset":
+        return op, row, None
+    path = order_by.split(".")
+    order = leaf(table.column(path[0]).combine_chunks(), path[1:])
+    if order.type != pa.int64() or order.null_count:
+        return None
+    return op, row, order
+
+
+@dataclass
+class Columns:
+    """A batch read in columns: the schema's leaves (in ``ReadSpec.leaves`` order) and what the
+    record reader adds (``op`` and the integer ``sequence`` for Debezium)."""
+
+    leaves: list[pa.Array]
+    deleted: pa.Array
+    skipped: pa.Array
+    op: pa.Array | None = None
+    sequence: pa.Array | None = None
+
+
+def read(batch: pa.RecordBatch, spec: ReadSpec) -> Columns | None:
+    """The batch's records read in columns, or None if the record reader must read them."""
+    values, keys = batch.column("value"), batch.column("key")
+    present = values.is_valid()
+    tombstones = values.null_count
+    if spec.mode == "latest-per-key" and keys.null_count:
+        return None  # a null key: quarantined
+    if tombstones and spec.format == "json" and spec.mode != "latest-per-key":
+        return None  # no value: quarantined
+    schema = spec.schema
+    explicit = {name: _arrow(kind) for name, kind in schema.items()}
+    if spec.format == "debezium-json":
+        explicit = envelope_fields(spec.order_by, pa.struct(list(explicit.items())))
+    table = parse(values.filter(present) if tombstones else values, explicit)
+    if table is None:
+        return None
+    op = order = None
+    if spec.format == "debezium-json":
+        read = changes(table, schema, spec.order_by)
+        if read is None:
+            return None
+        op, row, order = read
+    else:
+        columns = [column.combine_chunks() for column in table.columns]
+        row = conform(pa.StructArray.from_arrays(columns, table.column_names), schema)
+        if row is None:
+            return None
+    leaves = [leaf(row, path) for _, path, _ in spec.leaves()]
+    named = dict(zip([column for column, _, _ in spec.leaves()], leaves, strict=True))
+    if any(named[key].null_count for key in spec.keys):
+        return None  # a missing key: quarantined
+    if tombstones:  # rows back in place, null where the value was
+        positions = pc.subtract(pc.cumulative_sum(present.cast(pa.int64())), 1)
+        where = pc.if_else(present, positions, pa.scalar(None, pa.int64()))
+        leaves = [pc.take(array, where) for array in leaves]
+        op, order = (None if a is None else pc.take(a, where) for a in (op, order))
+    absent = pc.invert(present)
+    if spec.format == "debezium-json":
+        deleted = pc.fill_null(pc.equal(op, "d"), False)
+        if order is None:  # ordered by offset
+            order = pc.if_else(present, batch.column("offset"), pa.scalar(None, pa.int64()))
+        return Columns(leaves, deleted, skipped=absent, op=op, sequence=order)
+    no = pa.array([False] * len(values))
+    return Columns(leaves, deleted=absent if spec.mode == "latest-per-key" else no, skipped=no)
