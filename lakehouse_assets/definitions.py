@@ -48,9 +48,18 @@ def lakehouse_definitions(sources: Sequence[SourceDeclaration] = ()) -> dg.Defin
         minimum_interval_seconds=SETTINGS.interval_s,
     )
     declared = [asset for source in sources for asset in source_assets(source)]
+    # Every silver table rebuilt from all of its upstream (the run config of each silver asset).
+    silver = [a for a in [*silver_assets, *declared] if SILVER in a.group_names_by_key.values()]
+    rebuild_job = dg.define_asset_job(
+        "silver_full_refresh",
+        dg.AssetSelection.assets(*silver),
+        config={"ops": {asset.op.name: {"config": {"full_refresh": True}} for asset in silver}},
+        description="Rebuild every silver table from all of its upstream, each replaced in one "
+        "commit (readers see the old table until then); gold follows by its automation.",
+    )
     return dg.Definitions(
         assets=[*fitness_assets, *declared],
-        jobs=[refresh_job, gold_job, *maintenance_jobs.values()],
+        jobs=[refresh_job, gold_job, rebuild_job, *maintenance_jobs.values()],
         schedules=maintenance_schedules,
         sensors=[
             *stream_sensors,

@@ -7,6 +7,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+import dagster as dg
 import pytest
 from deltalake import DeltaTable
 from pyspark.sql import SparkSession
@@ -15,7 +16,7 @@ from lakehouse_assets import sample_data
 from lakehouse_assets.cli import materialize_graph
 from lakehouse_assets.constants import GOLD, GYM_SUMMARY, QUARANTINE_SUFFIX, SILVER
 from lakehouse_assets.constants import WORKOUT_BPM_SUMMARY as BPM_SUMMARY
-from lakehouse_assets.definitions import defs
+from lakehouse_assets.definitions import all_assets, defs
 from lakehouse_assets.devtools.broker import EmbeddedBroker
 from lakehouse_assets.silver.assets import PARSED_TABLES
 from lakehouse_assets_tests import fitness_oracle as oracle
@@ -98,3 +99,19 @@ def test_generated_events_reach_gold_exactly_as_computed_by_hand(
     assert all(result.success for result in materialize_graph(resources))  # nothing new
     assert_gold_matches(spark, resources, produced)
     assert {t: resources["lake"].version(SILVER, t) for t in silver_versions} == silver_versions
+
+    # Full refresh: each silver table rebuilt from all of its upstream in one commit, the same rows.
+    rebuild = {"ops": {op: {"config": {"full_refresh": True}} for op in silver_ops()}}
+    selection = dg.AssetSelection.groups(SILVER)
+    assert dg.materialize(
+        all_assets, selection=selection, resources=resources, run_config=rebuild
+    ).success
+    rebuilt = {t: resources["lake"].version(SILVER, t) for t in silver_tables}
+    assert rebuilt == {t: v + 1 for t, v in silver_versions.items()}
+    assert all(result.success for result in materialize_graph(resources))  # up to date
+    assert_gold_matches(spark, resources, produced)
+    assert {t: resources["lake"].version(SILVER, t) for t in silver_tables} == rebuilt
+
+
+def silver_ops() -> list[str]:
+    return [a.op.name for a in all_assets if SILVER in a.group_names_by_key.values()]

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import dagster as dg
+from pydantic import Field
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -51,15 +52,30 @@ SILVER_ASSET: dict[str, Any] = {
 }
 
 
+class SilverConfig(dg.Config):
+    """Options of one run of a silver asset."""
+
+    full_refresh: bool = Field(
+        default=False,
+        description="Rebuild the table from all of its upstream, replacing it in one commit "
+        "(readers see the old table until then).",
+    )
+
+
 def read_changes(
-    lake: LakeResource, spark: SparkSession, table: str, upstream: tuple[str, str]
+    lake: LakeResource,
+    spark: SparkSession,
+    table: str,
+    upstream: tuple[str, str],
+    everything: bool = False,
 ) -> tuple[DataFrame, Markers, bool]:
-    """The changes of ``upstream`` that ``silver.<table>`` has not consumed yet, the marker to
-    commit with them, and whether there are any (False: the table is up to date)."""
+    """The changes of ``upstream`` that ``silver.<table>`` has not consumed yet (all its rows
+    when ``everything``), the marker to commit with them, and whether there are any (False: the
+    table is up to date)."""
     app_id = consumer_app_id(table, upstream)
     consumed = lake.committed_version(SILVER, table, app_id)
-    changes, version = lake.changes_since(spark, *upstream, consumed)
-    return changes, {app_id: version}, version != consumed
+    changes, version = lake.changes_since(spark, *upstream, None if everything else consumed)
+    return changes, {app_id: version}, version != consumed or everything
 
 
 @dataclass(frozen=True)
@@ -106,6 +122,20 @@ def _rows_to_merge(
     return dated(spec.table, spec.shape(accepted))
 
 
+def _rebuild(lake: LakeResource, spec: ParsedTable, parsed: DataFrame, markers: Markers) -> int:
+    """Replace both tables with what all of bronze (``parsed``) makes of them, a commit each;
+    returns the rejects."""
+    rejected = spec.quarantine(parsed).cache()
+    lake.replace(SILVER, spec.quarantine_table, rejected, markers)
+    count = rejected.count()
+    rejected.unpersist()
+    rows = dated(spec.table, spec.shape(valid(parsed)))
+    if spec.from_history:  # the newest event of a deleted key is its delete: no row
+        rows = rows.where(~F.col("deleted")).drop("deleted")
+    lake.replace(SILVER, spec.table, rows, markers, layout(spec.table))
+    return count
+
+
 def parsed_table_asset(spec: ParsedTable) -> dg.AssetsDefinition:
     """The multi-asset writing ``silver.<table>`` and ``silver.<source>_quarantine``."""
     table_key = asset_key(SILVER, spec.table)
@@ -134,12 +164,19 @@ def parsed_table_asset(spec: ParsedTable) -> dg.AssetsDefinition:
             ),
         ],
     )
-    def _asset(spark: SparkResource, lake: LakeResource) -> Iterator[dg.MaterializeResult]:
+    def _asset(
+        config: SilverConfig, spark: SparkResource, lake: LakeResource
+    ) -> Iterator[dg.MaterializeResult]:
         session = spark.get_session()
-        changes, markers, fresh = read_changes(lake, session, spec.table, (BRONZE, spec.source))
+        changes, markers, fresh = read_changes(
+            lake, session, spec.table, (BRONZE, spec.source), config.full_refresh
+        )
         parsed = spec.parse(changes).cache()
-        quarantined = _write_quarantine(lake, spec, parsed, markers)
-        if fresh or not lake.exists(SILVER, spec.table):
+        if config.full_refresh:
+            quarantined = _rebuild(lake, spec, parsed, markers)
+        else:
+            quarantined = _write_quarantine(lake, spec, parsed, markers)
+        if not config.full_refresh and (fresh or not lake.exists(SILVER, spec.table)):
             rows = _rows_to_merge(lake, session, spec, parsed).toArrow()
             delete_flag = "deleted" if spec.from_history else None
             lake.merge(
@@ -191,11 +228,19 @@ PARSED_TABLES = (
 @dg.asset(
     key=asset_key(SILVER, COMPLETED_WORKOUTS), deps=[asset_key(SILVER, WORKOUTS)], **SILVER_ASSET
 )
-def completed_workouts(spark: SparkResource, lake: LakeResource) -> dg.MaterializeResult:
+def completed_workouts(
+    config: SilverConfig, spark: SparkResource, lake: LakeResource
+) -> dg.MaterializeResult:
     """Each start paired with its stop within 3 hours; a start waits for its stop."""
     session = spark.get_session()
     changes, markers, fresh = read_changes(lake, session, COMPLETED_WORKOUTS, (SILVER, WORKOUTS))
-    if fresh or not lake.exists(SILVER, COMPLETED_WORKOUTS):
+    if config.full_refresh:
+        paired = transforms.completed_workouts(lake.read(session, SILVER, WORKOUTS))
+        lake.replace(
+            SILVER, COMPLETED_WORKOUTS, dated(COMPLETED_WORKOUTS, paired), markers,
+            layout(COMPLETED_WORKOUTS),
+        )  # fmt: skip
+    elif fresh or not lake.exists(SILVER, COMPLETED_WORKOUTS):
         # A start and its stop are at most 3 hours apart: on the same day or on adjacent days.
         actions = read_days(lake, session, WORKOUTS, days_of(changes, before=1, after=1))
         changed = changes.select(*transforms.WORKOUT_KEYS).distinct()
@@ -215,7 +260,9 @@ def completed_workouts(spark: SparkResource, lake: LakeResource) -> dg.Materiali
     deps=[asset_key(SILVER, t) for t in (COMPLETED_WORKOUTS, HEART_RATE, USERS)],
     **SILVER_ASSET,
 )
-def workout_bpm(spark: SparkResource, lake: LakeResource) -> dg.MaterializeResult:
+def workout_bpm(
+    config: SilverConfig, spark: SparkResource, lake: LakeResource
+) -> dg.MaterializeResult:
     """The valid readings of each completed workout; new workouts, late readings and newly
     registered devices each bring their rows (a user's new device replaces all of the user's)."""
     session = spark.get_session()
@@ -232,7 +279,15 @@ def workout_bpm(spark: SparkResource, lake: LakeResource) -> dg.MaterializeResul
         session, SILVER, USERS, consumed, ["user_id", "device_id"]
     )
     fresh = workouts_fresh or readings_fresh or users_version != consumed
-    if fresh or not lake.exists(SILVER, WORKOUT_BPM):
+    if config.full_refresh:
+        users = lake.read(session, SILVER, USERS)
+        completed = lake.read(session, SILVER, COMPLETED_WORKOUTS)
+        rows = transforms.workout_bpm(completed, lake.read(session, SILVER, HEART_RATE), users)
+        markers = {**workouts_marker, **readings_marker, devices_app: users_version}
+        lake.replace(
+            SILVER, WORKOUT_BPM, dated(WORKOUT_BPM, rows), markers, layout(WORKOUT_BPM)
+        )  # fmt: skip
+    elif fresh or not lake.exists(SILVER, WORKOUT_BPM):
         users = lake.read(session, SILVER, USERS)
         # A workout lasts at most 3 hours: its readings are on its start day or the next one.
         their_readings = read_days(lake, session, HEART_RATE, days_of(new_workouts, after=1))
@@ -259,7 +314,7 @@ def workout_bpm(spark: SparkResource, lake: LakeResource) -> dg.MaterializeResul
 
 @dg.asset(key=asset_key(SILVER, USER_BINS), deps=[asset_key(SILVER, USER_PROFILE)], **SILVER_ASSET)
 def user_bins(
-    spark: SparkResource, lake: LakeResource, calendar: CalendarResource
+    config: SilverConfig, spark: SparkResource, lake: LakeResource, calendar: CalendarResource
 ) -> dg.MaterializeResult:
     """Age bin (at the as-of date), gender, city and state per user; recomputed whole, since the
     bins move with the as-of date even when no profile changes."""
@@ -267,7 +322,7 @@ def user_bins(
     as_of = calendar.today()
     app_id = f"{consumer_app_id(USER_BINS, (SILVER, USER_PROFILE))}@{as_of.isoformat()}"
     markers = {app_id: lake.version(SILVER, USER_PROFILE) or 0}
-    if not lake.holds(SILVER, USER_BINS, markers):
+    if config.full_refresh or not lake.holds(SILVER, USER_BINS, markers):
         profiles = lake.read(session, SILVER, USER_PROFILE)
         rows = transforms.user_bins(profiles, F.lit(as_of))
         lake.replace(SILVER, USER_BINS, rows, markers)
