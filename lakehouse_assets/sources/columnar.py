@@ -21,7 +21,7 @@ import pyarrow.compute as compute
 import pyarrow.json as pj
 
 from lakehouse_assets.sources import debezium
-from lakehouse_assets.sources.schema import Type
+from lakehouse_assets.sources.schema import Type, arrow_type
 
 if TYPE_CHECKING:
     from lakehouse_assets.sources.reader import ReadSpec
@@ -30,10 +30,6 @@ pc: Any = compute  # its functions are made at import time: the type checker can
 
 COLUMNAR_SCALARS = ("boolean", "int", "long", "double", "string")
 ENVELOPE_REWRAPS = ("payload", "patch", "filter")  # wrapped or MongoDB envelopes: record reader
-ARROW_SCALARS = {
-    "boolean": pa.bool_(), "int": pa.int32(), "long": pa.int64(), "double": pa.float64(),
-    "string": pa.string(),
-}  # fmt: skip
 
 
 def readable(schema: dict[str, Type], format: str) -> bool:
@@ -45,12 +41,6 @@ def _columnar(declared: Type) -> bool:
     if isinstance(declared, dict):
         return all(_columnar(t) for t in declared.values())
     return isinstance(declared, str) and declared in COLUMNAR_SCALARS
-
-
-def _arrow(declared: Type) -> pa.DataType:
-    if isinstance(declared, dict):
-        return pa.struct([(name, _arrow(t)) for name, t in declared.items()])
-    return ARROW_SCALARS[str(declared)]
 
 
 def parse(values: pa.Array, explicit: dict[str, pa.DataType]) -> pa.Table | None:
@@ -83,7 +73,7 @@ def conform(array: pa.Array, declared: Type) -> pa.Array | None:
     hold only nulls, empty strings as nulls; None when it holds values the schema lacks."""
     array = array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
     if not isinstance(declared, dict):
-        if array.type != _arrow(declared):
+        if array.type != arrow_type(declared):
             return None
         if declared == "string":
             return pc.if_else(pc.equal(array, ""), pa.scalar(None, pa.string()), array)
@@ -99,7 +89,7 @@ def conform(array: pa.Array, declared: Type) -> pa.Array | None:
         if child is None:
             return None
         children.append(child)
-    fields = [pa.field(name, _arrow(kind)) for name, kind in declared.items()]
+    fields = [pa.field(name, arrow_type(kind)) for name, kind in declared.items()]
     return pa.StructArray.from_arrays(children, fields=fields, mask=array.is_null())
 
 
@@ -171,7 +161,7 @@ def read(batch: pa.RecordBatch, spec: ReadSpec) -> Columns | None:
     if tombstones and spec.format == "json" and spec.mode != "latest-per-key":
         return None  # no value: quarantined
     schema = spec.schema
-    explicit = {name: _arrow(kind) for name, kind in schema.items()}
+    explicit = {name: arrow_type(kind) for name, kind in schema.items()}
     if spec.format == "debezium-json":
         explicit = envelope_fields(spec.order_by, pa.struct(list(explicit.items())))
     table = parse(values.filter(present) if tombstones else values, explicit)

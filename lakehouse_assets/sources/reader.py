@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from lakehouse_assets.sources import avro, columnar, debezium
 from lakehouse_assets.sources import schema as types
-from lakehouse_assets.sources.schema import Schema, Type
+from lakehouse_assets.sources.schema import Schema, Type, arrow_type
 from lakehouse_assets.sources.values import Misfit, convert
 
 # Columns the reader adds to a record's typed fields.
@@ -133,19 +133,6 @@ class Reader:
             out = {REASON: str(error)}
         out[ISSUES] = json.dumps([[list(p), t] for p, t in issues]) if issues else None
         return out
-
-
-def arrow_type(declared: Type) -> pa.DataType:
-    """The Arrow type of a column of type ``declared``."""
-    if isinstance(declared, str):
-        return {
-            "boolean": pa.bool_(), "int": pa.int32(), "long": pa.int64(),
-            "double": pa.float64(), "string": pa.string(), "date": pa.date32(),
-            "timestamp": pa.timestamp("us", tz="UTC"),
-        }[declared]  # fmt: skip
-    if isinstance(declared, dict):
-        return pa.struct([(name, arrow_type(t)) for name, t in declared.items()])
-    return pa.list_(arrow_type(declared[0]) if declared else pa.string())
 
 
 def output_fields(spec: ReadSpec) -> list[tuple[str, pa.DataType]]:

@@ -23,6 +23,7 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any, TypeAlias
 
+import pyarrow as pa
 from pyspark.sql.types import (
     ArrayType,
     BooleanType,
@@ -202,3 +203,16 @@ def _check(value: Any, where: str, path: str) -> None:
             _check(child, where, f"{path}[]")
     elif value not in SCALARS:
         raise SchemaError(f"{where}: {path}: unknown type {value!r}; types: {', '.join(SCALARS)}")
+
+
+def arrow_type(declared: Type) -> pa.DataType:
+    """The Arrow type of a column of type ``declared``."""
+    if isinstance(declared, str):
+        return {
+            "boolean": pa.bool_(), "int": pa.int32(), "long": pa.int64(),
+            "double": pa.float64(), "string": pa.string(), "date": pa.date32(),
+            "timestamp": pa.timestamp("us", tz="UTC"),
+        }[declared]  # fmt: skip
+    if isinstance(declared, dict):
+        return pa.struct([(name, arrow_type(t)) for name, t in declared.items()])
+    return pa.list_(arrow_type(declared[0]) if declared else pa.string())
