@@ -31,9 +31,14 @@ daily_partitions = dg.DailyPartitionsDefinition(
 # Late data changes recent days: gold follows silver for the last week of partitions by itself;
 # older days are refreshed by a backfill from the asset graph.
 GOLD_AUTOMATION_LOOKBACK = timedelta(days=7)
-gold_automation = dg.AutomationCondition.eager().replace(
-    "in_latest_time_window",
-    dg.AutomationCondition.in_latest_time_window(lookback_delta=GOLD_AUTOMATION_LOOKBACK),
+# Neither follows an upstream table whose blocking checks failed.
+checks_passed = dg.AutomationCondition.all_deps_blocking_checks_passed()
+gold_automation = (
+    dg.AutomationCondition.eager().replace(
+        "in_latest_time_window",
+        dg.AutomationCondition.in_latest_time_window(lookback_delta=GOLD_AUTOMATION_LOOKBACK),
+    )
+    & checks_passed
 )
 # Silver follows bronze as soon as bronze has new data.
-silver_automation = dg.AutomationCondition.eager()
+silver_automation = dg.AutomationCondition.eager() & checks_passed

@@ -5,6 +5,7 @@ materialization."""
 from __future__ import annotations
 
 import functools
+import json
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,17 @@ from typing import Any
 import dagster as dg
 
 from lakehouse_assets import sample_data
-from lakehouse_assets.constants import GOLD, WORKOUT_BPM_SUMMARY
+from lakehouse_assets.constants import (
+    COMPLETED_WORKOUTS,
+    GOLD,
+    HEART_RATE,
+    SILVER,
+    TOPIC_BPM,
+    TOPIC_WORKOUT,
+    WORKOUT_BPM,
+    WORKOUT_BPM_SUMMARY,
+    asset_key,
+)
 from lakehouse_assets.definitions import all_assets
 from lakehouse_assets.devtools.broker import EmbeddedBroker
 from lakehouse_assets.sensors.streams import stream_sensors
@@ -37,8 +48,10 @@ def tick_stream_sensors(instance: dg.DagsterInstance, resources: dict[str, Any])
 class AutomationDaemon:
     """The automation sensor's loop: evaluate with the previous cursor, run what is requested."""
 
-    def __init__(self, instance: dg.DagsterInstance, resources: dict[str, Any]) -> None:
-        self.instance, self.resources = instance, resources
+    def __init__(
+        self, instance: dg.DagsterInstance, resources: dict[str, Any], raise_on_error: bool = True
+    ) -> None:
+        self.instance, self.resources, self.raise_on_error = instance, resources, raise_on_error
         self.definitions = dg.Definitions(assets=all_assets, resources=resources)
         self.cursor: Any = None
 
@@ -48,6 +61,7 @@ class AutomationDaemon:
             self.definitions, self.instance, cursor=self.cursor
         )
         self.cursor = evaluation.cursor
+        self.requested = {key for key in ASSETS if evaluation.get_num_requested(key)}
         unpartitioned, days = [], set()
         for key, asset in ASSETS.items():
             if evaluation.get_num_requested(key) == 0:
@@ -56,7 +70,12 @@ class AutomationDaemon:
                 unpartitioned.append(key)
             else:
                 days.update(evaluation.get_requested_partitions(key))
-        run = functools.partial(dg.materialize, instance=self.instance, resources=self.resources)
+        run = functools.partial(
+            dg.materialize,
+            instance=self.instance,
+            resources=self.resources,
+            raise_on_error=self.raise_on_error,
+        )
         if unpartitioned:
             run([ASSETS[key] for key in unpartitioned], selection=unpartitioned)
         if days:
@@ -72,6 +91,53 @@ class AutomationDaemon:
             busy += 1
             assert busy < 10, "automation keeps requesting"
         return busy
+
+
+def produce_implausible_reading(broker: EmbeddedBroker, day: date, hour: int) -> None:
+    """A valid reading of 300 bpm from user 1's device: silver keeps it, its check fails."""
+    device = sample_data.DEVICE_ID_OFFSET + 1
+    at = int(datetime(day.year, day.month, day.day, hour, tzinfo=UTC).timestamp())
+    reading = {"device_id": device, "time": at, "heartrate": 300}
+    message = sample_data.Message(TOPIC_BPM, str(device), json.dumps(reading))
+    sample_data.produce(broker.bootstrap_servers, [message])
+
+
+def assert_blocked_by_an_implausible_reading(
+    instance: dg.DagsterInstance,
+    daemon: AutomationDaemon,
+    broker: EmbeddedBroker,
+    resources: dict[str, Any],
+    today: date,
+) -> None:
+    """silver/heart_rate takes a reading of 300 bpm and its blocking check fails: workout_bpm
+    (and so gold) does not follow, neither in the same run nor in later automation ticks."""
+    heart_rate, workout_bpm = asset_key(SILVER, HEART_RATE), asset_key(SILVER, WORKOUT_BPM)
+    check = dg.AssetCheckKey(heart_rate, "heartrate_plausible")
+    before = instance.get_latest_materialization_event(workout_bpm)
+    produce_implausible_reading(broker, today, hour=12)
+    assert tick_stream_sensors(instance, resources) == 1
+    daemon.raise_on_error = False  # the heart-rate step fails on its blocking check
+    daemon.tick()  # one run for heart_rate and, downstream of it, workout_bpm...
+    assert workout_bpm in daemon.requested
+    latest = instance.event_log_storage.get_latest_asset_check_execution_by_key([check])[check]
+    assert latest.status.value == "FAILED"
+    updated = instance.get_latest_materialization_event(heart_rate)
+    assert updated is not None and updated.run_id == latest.run_id  # the table did change...
+    after = instance.get_latest_materialization_event(workout_bpm)
+    assert before is not None and after is not None and after.run_id == before.run_id  # ...alone
+    # A new workout would bring workout_bpm up to date, but heart_rate's failed check holds it.
+    start = int(datetime(today.year, today.month, today.day, 14, tzinfo=UTC).timestamp())
+    actions = [("start", start), ("stop", start + 600)]
+    workout = [{"user_id": 1, "workout_id": 99, "session_id": 1, "action": action,
+                "timestamp": at} for action, at in actions]  # fmt: skip
+    messages = [sample_data.Message(TOPIC_WORKOUT, "1", json.dumps(value)) for value in workout]
+    sample_data.produce(broker.bootstrap_servers, messages)
+    assert tick_stream_sensors(instance, resources) == 1
+    daemon.tick_until_quiet()
+    completed = instance.get_latest_materialization_event(asset_key(SILVER, COMPLETED_WORKOUTS))
+    assert completed is not None and completed.timestamp > after.timestamp  # it did change
+    held = instance.get_latest_materialization_event(workout_bpm)
+    assert held is not None and held.run_id == before.run_id  # eager alone would run it
 
 
 def test_new_data_reaches_gold_by_itself(
@@ -91,6 +157,7 @@ def test_new_data_reaches_gold_by_itself(
         assert tick_stream_sensors(instance, resources) == 5  # 3 topics, 2 landing folders
         assert daemon.tick_until_quiet() >= 2  # silver first, then what follows it
         assert tick_stream_sensors(instance, resources) == 0
+        assert_blocked_by_an_implausible_reading(instance, daemon, broker, resources, today)
 
     expected = oracle.workout_bpm_summary([sample], today)
     rows = resources["lake"].read(resources["spark"].get_session(), GOLD, WORKOUT_BPM_SUMMARY)

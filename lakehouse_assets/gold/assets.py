@@ -7,6 +7,7 @@ import dagster as dg
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from lakehouse_assets.checks.results import check_results, table_check_specs
 from lakehouse_assets.constants import (
     COMPLETED_WORKOUTS,
     DATE,
@@ -43,9 +44,14 @@ def _silver_days(
 
 
 def _replace_days(
-    lake: LakeResource, table: str, rows: DataFrame, first: date, last: date
+    lake: LakeResource,
+    spark: SparkSession,
+    table: str,
+    rows: DataFrame,
+    first: date,
+    last: date,
 ) -> dg.MaterializeResult:
-    """Replace the partitions ``first..last`` of ``gold.<table>`` with ``rows``."""
+    """Replace the partitions ``first..last`` of ``gold.<table>`` with ``rows``, and check it."""
     days = [(GOLD_PARTITION, ">=", first.isoformat()), (GOLD_PARTITION, "<=", last.isoformat())]
     lake.replace_partitions(GOLD, table, rows, days, partition_by=[GOLD_PARTITION])
     return dg.MaterializeResult(
@@ -53,7 +59,8 @@ def _replace_days(
             **lake.table_metadata(GOLD, table),
             "dagster/partition_row_count": rows.count(),
             "days": f"{first.isoformat()}..{last.isoformat()}",
-        }
+        },
+        check_results=check_results(lake, spark, GOLD, table),
     )
 
 
@@ -65,6 +72,7 @@ def _replace_days(
     group_name=GOLD,
     kinds=GOLD_KINDS,
     automation_condition=gold_automation,
+    check_specs=table_check_specs(GOLD, WORKOUT_BPM_SUMMARY),
 )
 def workout_bpm_summary(
     context: dg.AssetExecutionContext, spark: SparkResource, lake: LakeResource
@@ -75,7 +83,7 @@ def workout_bpm_summary(
     readings = _silver_days(lake, session, WORKOUT_BPM, first, last)
     bins = lake.read(session, SILVER, USER_BINS)
     rows = transforms.workout_bpm_summary(readings, bins).cache()
-    return _replace_days(lake, WORKOUT_BPM_SUMMARY, rows, first, last)
+    return _replace_days(lake, session, WORKOUT_BPM_SUMMARY, rows, first, last)
 
 
 @dg.asset(
@@ -86,6 +94,7 @@ def workout_bpm_summary(
     group_name=GOLD,
     kinds=GOLD_KINDS,
     automation_condition=gold_automation,
+    check_specs=table_check_specs(GOLD, GYM_SUMMARY),
 )
 def gym_summary(
     context: dg.AssetExecutionContext, spark: SparkResource, lake: LakeResource
@@ -100,7 +109,7 @@ def gym_summary(
     completed = _silver_days(lake, session, COMPLETED_WORKOUTS, first, until)
     users = lake.read(session, SILVER, USERS)
     rows = transforms.gym_summary(visits, completed, users).cache()
-    return _replace_days(lake, GYM_SUMMARY, rows, first, last)
+    return _replace_days(lake, session, GYM_SUMMARY, rows, first, last)
 
 
 gold_assets = [workout_bpm_summary, gym_summary]

@@ -15,6 +15,12 @@ from pydantic import Field
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from lakehouse_assets.checks.results import (
+    check_results,
+    quarantine_rate_result,
+    quarantine_rate_spec,
+    table_check_specs,
+)
 from lakehouse_assets.constants import (
     BRONZE,
     COMPLETED_WORKOUTS,
@@ -163,6 +169,7 @@ def parsed_table_asset(spec: ParsedTable) -> dg.AssetsDefinition:
                 "readable text (`raw_text`), reason, coordinates.",
             ),
         ],
+        check_specs=[*table_check_specs(SILVER, spec.table), quarantine_rate_spec(quarantine_key)],
     )
     def _asset(
         config: SilverConfig, spark: SparkResource, lake: LakeResource
@@ -172,6 +179,7 @@ def parsed_table_asset(spec: ParsedTable) -> dg.AssetsDefinition:
             lake, session, spec.table, (BRONZE, spec.source), config.full_refresh
         )
         parsed = spec.parse(changes).cache()
+        read = parsed.count()
         if config.full_refresh:
             quarantined = _rebuild(lake, spec, parsed, markers)
         else:
@@ -193,6 +201,7 @@ def parsed_table_asset(spec: ParsedTable) -> dg.AssetsDefinition:
         yield dg.MaterializeResult(
             asset_key=table_key,
             metadata={**lake.table_metadata(SILVER, spec.table), "upstream_version": _of(markers)},
+            check_results=check_results(lake, session, SILVER, spec.table),
         )
         yield dg.MaterializeResult(
             asset_key=quarantine_key,
@@ -200,6 +209,7 @@ def parsed_table_asset(spec: ParsedTable) -> dg.AssetsDefinition:
                 **lake.table_metadata(SILVER, spec.quarantine_table),
                 "new_rejects": quarantined,
             },
+            check_results=[quarantine_rate_result(quarantine_key, quarantined, read)],
         )
 
     return _asset
@@ -226,7 +236,10 @@ PARSED_TABLES = (
 
 
 @dg.asset(
-    key=asset_key(SILVER, COMPLETED_WORKOUTS), deps=[asset_key(SILVER, WORKOUTS)], **SILVER_ASSET
+    key=asset_key(SILVER, COMPLETED_WORKOUTS),
+    deps=[asset_key(SILVER, WORKOUTS)],
+    check_specs=table_check_specs(SILVER, COMPLETED_WORKOUTS),
+    **SILVER_ASSET,
 )
 def completed_workouts(
     config: SilverConfig, spark: SparkResource, lake: LakeResource
@@ -252,12 +265,16 @@ def completed_workouts(
             SILVER, COMPLETED_WORKOUTS, rows, transforms.WORKOUT_KEYS, markers=markers,
             partition_by=layout(COMPLETED_WORKOUTS),
         )  # fmt: skip
-    return dg.MaterializeResult(metadata=lake.table_metadata(SILVER, COMPLETED_WORKOUTS))
+    return dg.MaterializeResult(
+        metadata=lake.table_metadata(SILVER, COMPLETED_WORKOUTS),
+        check_results=check_results(lake, session, SILVER, COMPLETED_WORKOUTS),
+    )
 
 
 @dg.asset(
     key=asset_key(SILVER, WORKOUT_BPM),
     deps=[asset_key(SILVER, t) for t in (COMPLETED_WORKOUTS, HEART_RATE, USERS)],
+    check_specs=table_check_specs(SILVER, WORKOUT_BPM),
     **SILVER_ASSET,
 )
 def workout_bpm(
@@ -309,10 +326,18 @@ def workout_bpm(
             partition_by=layout(WORKOUT_BPM),
             replace=("user_id", movers) if movers and consumed is not None else None,
         )  # fmt: skip
-    return dg.MaterializeResult(metadata=lake.table_metadata(SILVER, WORKOUT_BPM))
+    return dg.MaterializeResult(
+        metadata=lake.table_metadata(SILVER, WORKOUT_BPM),
+        check_results=check_results(lake, session, SILVER, WORKOUT_BPM),
+    )
 
 
-@dg.asset(key=asset_key(SILVER, USER_BINS), deps=[asset_key(SILVER, USER_PROFILE)], **SILVER_ASSET)
+@dg.asset(
+    key=asset_key(SILVER, USER_BINS),
+    deps=[asset_key(SILVER, USER_PROFILE)],
+    check_specs=table_check_specs(SILVER, USER_BINS),
+    **SILVER_ASSET,
+)
 def user_bins(
     config: SilverConfig, spark: SparkResource, lake: LakeResource, calendar: CalendarResource
 ) -> dg.MaterializeResult:
@@ -327,7 +352,8 @@ def user_bins(
         rows = transforms.user_bins(profiles, F.lit(as_of))
         lake.replace(SILVER, USER_BINS, rows, markers)
     return dg.MaterializeResult(
-        metadata={**lake.table_metadata(SILVER, USER_BINS), "as_of_date": as_of.isoformat()}
+        metadata={**lake.table_metadata(SILVER, USER_BINS), "as_of_date": as_of.isoformat()},
+        check_results=check_results(lake, session, SILVER, USER_BINS),
     )
 
 

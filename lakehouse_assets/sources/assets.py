@@ -2,16 +2,24 @@
 tables maintenance keeps, all from the declaration."""
 
 from collections.abc import Iterator
+from typing import Any
 
 import dagster as dg
 from pydantic import Field
 
 from lakehouse_assets.bronze.assets import kafka_bronze_asset
+from lakehouse_assets.checks.results import (
+    check_results,
+    check_specs,
+    quarantine_rate_result,
+    quarantine_rate_spec,
+)
+from lakehouse_assets.checks.rules import source_rules
 from lakehouse_assets.constants import BRONZE, SILVER, asset_key, consumer_app_id
 from lakehouse_assets.partitions import silver_automation
 from lakehouse_assets.sensors.streams import kafka_lag_sensor
 from lakehouse_assets.sources.declarations import CDC_MODES, SourceDeclaration
-from lakehouse_assets.sources.refine import refine, reinfer_schema, schema_path
+from lakehouse_assets.sources.refine import Refined, refine, reinfer_schema, schema_path
 from lakehouse_assets.sources.writes import deletes_table, quarantine_table
 from resources import LakeResource, SensorSettings, SparkResource
 
@@ -96,7 +104,13 @@ def silver_asset(source: SourceDeclaration) -> dg.AssetsDefinition:
             )
         )
 
-    @dg.multi_asset(name=f"silver_{source.name}", specs=specs)
+    rules = source_rules(source)
+
+    @dg.multi_asset(
+        name=f"silver_{source.name}",
+        specs=specs,
+        check_specs=[*check_specs(table_key, rules), quarantine_rate_spec(quarantine_key)],
+    )
     def _asset(
         context: dg.AssetExecutionContext,
         config: DeclaredSilverConfig,
@@ -109,7 +123,8 @@ def silver_asset(source: SourceDeclaration) -> dg.AssetsDefinition:
         changes, version = lake.changes_since(
             session, BRONZE, source.name, None if config.full_refresh else consumed, True
         )
-        metadata = {"upstream_version": version}
+        metadata: dict[str, Any] = {"upstream_version": version}
+        done = Refined()
         if config.reinfer_schema and lake.exists(BRONZE, source.name):
             reinfer_schema(lake, session, source)
         if version != consumed or not lake.exists(SILVER, source.name) or config.full_refresh:
@@ -118,11 +133,14 @@ def silver_asset(source: SourceDeclaration) -> dg.AssetsDefinition:
             context.log.info(f"silver.{source.name}: {done.metadata()}")
             metadata.update(done.metadata())
         yield dg.MaterializeResult(
-            asset_key=table_key, metadata={**lake.table_metadata(SILVER, source.name), **metadata}
+            asset_key=table_key,
+            metadata={**lake.table_metadata(SILVER, source.name), **metadata},
+            check_results=check_results(lake, session, SILVER, source.name, rules),
         )
         yield dg.MaterializeResult(
             asset_key=quarantine_key,
             metadata=lake.table_metadata(SILVER, quarantine_table(source)),
+            check_results=[quarantine_rate_result(quarantine_key, done.rejected, done.read)],
         )
         if source.mode in CDC_MODES:
             yield dg.MaterializeResult(

@@ -47,6 +47,7 @@ READ_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "in
 class Refined:
     """What one run did to a declared source's silver tables."""
 
+    read: int = 0
     rows: int = 0
     rejected: int = 0
     schema_inferred: bool = False
@@ -55,7 +56,8 @@ class Refined:
 
     def metadata(self) -> dict[str, Any]:
         return {
-            "records_read": self.rows + self.rejected,
+            "records_read": self.read,
+            "rows_written": self.rows,
             "schema_inferred": self.schema_inferred,
             "columns_added": ", ".join(self.added) or "-",
             "columns_widened": ", ".join(self.widened) or "-",
@@ -127,6 +129,7 @@ def refine(
     one commit (readers see the old table until then)."""
     done = Refined()
     schema, typed = _read_growing(lake, source, changes, done)
+    done.read = typed.count()  # checkpointed: no second read
     if done.widened and not rebuild and lake.exists(SILVER, source.name):
         writes.widen_table(lake, spark, source, schema)
     done.rejected = _quarantine(lake, source, typed, markers, rebuild)

@@ -1,0 +1,116 @@
+"""Tables' rules as Dagster asset checks: the specs an asset declares, and the results it yields
+after writing its table. Every rule blocks: a failure stops the assets downstream (in the same
+run, and in the automation through ``all_deps_blocking_checks_passed``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dagster as dg
+from pyspark.sql import SparkSession
+
+from lakehouse_assets.checks.rules import (
+    PRIMARY_KEY_NOT_NULL,
+    PRIMARY_KEY_UNIQUE,
+    QUARANTINE_RATE,
+    RULES,
+    TableRules,
+    quarantine_warn_rate,
+)
+from lakehouse_assets.checks.transforms import Outcome, evaluate
+from lakehouse_assets.constants import asset_key
+from resources import LakeResource
+
+
+def describe(rules: TableRules, name: str) -> str:
+    """What rule ``name`` of ``rules`` asks of the table, in a sentence."""
+    keys = ", ".join(f"`{key}`" for key in rules.keys)
+    if name == PRIMARY_KEY_UNIQUE:
+        return f"No two rows share the primary key ({keys})."
+    if name == PRIMARY_KEY_NOT_NULL:
+        return f"No primary key column ({keys}) is null."
+    if name.startswith("accepted_") and name[len("accepted_") :] in rules.accepted:
+        column = name[len("accepted_") :]
+        values = ", ".join(f"`{value}`" for value in rules.accepted[column])
+        return f"`{column}` is null or one of {values}."
+    if name in rules.conditions:
+        return f"Every row: {rules.conditions[name].description}."
+    columns, where = rules.unique_where[name]
+    return f"{', '.join(f'`{c}`' for c in columns)} unique among the rows where `{where}`."
+
+
+def check_specs(key: dg.AssetKey, rules: TableRules | None) -> list[dg.AssetCheckSpec]:
+    """The blocking asset checks of the table of asset ``key``."""
+    if rules is None:
+        return []
+    return [
+        dg.AssetCheckSpec(name, asset=key, blocking=True, description=describe(rules, name))
+        for name in rules.check_names()
+    ]
+
+
+def table_check_specs(layer: str, table: str) -> list[dg.AssetCheckSpec]:
+    """The asset checks of a fitness table (``checks.rules.RULES``); none for tables without."""
+    return check_specs(asset_key(layer, table), RULES.get((layer, table)))
+
+
+def _markdown(sample: list[dict[str, Any]]) -> str:
+    columns = list(sample[0])
+    lines = ["| " + " | ".join(columns) + " |", "|" + " --- |" * len(columns)]
+    lines += ["| " + " | ".join(str(row[c]) for c in columns) + " |" for row in sample]
+    return "\n".join(lines)
+
+
+def _result(key: dg.AssetKey, outcome: Outcome) -> dg.AssetCheckResult:
+    metadata: dict[str, Any] = {"offending_rows": outcome.offending}
+    if outcome.sample:
+        metadata["sample"] = dg.MetadataValue.md(_markdown(outcome.sample))
+    return dg.AssetCheckResult(
+        asset_key=key,
+        check_name=outcome.name,
+        passed=outcome.passed,
+        severity=dg.AssetCheckSeverity.ERROR,
+        metadata=metadata,
+    )
+
+
+def check_results(
+    lake: LakeResource,
+    spark: SparkSession,
+    layer: str,
+    table: str,
+    rules: TableRules | None = None,
+) -> list[dg.AssetCheckResult]:
+    """The checks of ``<layer>.<table>`` evaluated on its current snapshot (``rules``: the
+    fitness table's own when not given); none when it has no rules or does not exist."""
+    rules = rules if rules is not None else RULES.get((layer, table))
+    if rules is None or not rules.check_names():
+        return []
+    key = asset_key(layer, table)
+    if not lake.exists(layer, table):  # nothing written yet: nothing can break a rule
+        return [dg.AssetCheckResult(asset_key=key, check_name=n, passed=True)
+                for n in rules.check_names()]  # fmt: skip
+    return [_result(key, outcome) for outcome in evaluate(lake.read(spark, layer, table), rules)]
+
+
+def quarantine_rate_spec(key: dg.AssetKey) -> dg.AssetCheckSpec:
+    """The warning check of a quarantine table: the share of a run's records it took."""
+    return dg.AssetCheckSpec(
+        QUARANTINE_RATE,
+        asset=key,
+        description="Warns when more than LAKEHOUSE_QUARANTINE_WARN_RATE of the records a run "
+        "read were rejected to this table.",
+    )
+
+
+def quarantine_rate_result(key: dg.AssetKey, rejected: int, read: int) -> dg.AssetCheckResult:
+    """Whether the run's ``rejected`` records of the ``read`` stay within the warning rate."""
+    limit = quarantine_warn_rate()
+    rate = rejected / read if read else 0.0
+    return dg.AssetCheckResult(
+        asset_key=key,
+        check_name=QUARANTINE_RATE,
+        passed=rate <= limit,
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata={"rejected": rejected, "read": read, "rate": rate, "warn_above": limit},
+    )

@@ -1,0 +1,44 @@
+"""The asset checks made of the rules: specs (blocking, described), the quarantine-rate warning."""
+
+from __future__ import annotations
+
+import dagster as dg
+import pytest
+
+from lakehouse_assets.checks.results import (
+    quarantine_rate_result,
+    table_check_specs,
+)
+from lakehouse_assets.checks.rules import ENV_QUARANTINE_WARN_RATE, quarantine_warn_rate
+from lakehouse_assets.constants import GOLD, SILVER, asset_key
+from lakehouse_assets.definitions import defs
+
+KEY = asset_key(SILVER, "bpm_quarantine")
+
+
+def test_every_silver_and_gold_table_of_the_pipeline_has_blocking_key_checks() -> None:
+    graph = defs.resolve_asset_graph()
+    for layer, table in [(SILVER, "users"), (SILVER, "workout_bpm"), (GOLD, "gym_summary")]:
+        for name in ("primary_key_unique", "primary_key_not_null"):
+            spec = graph.get_check_spec(dg.AssetCheckKey(asset_key(layer, table), name))
+            assert spec.blocking and spec.description
+    spec = table_check_specs(GOLD, "gym_summary")[0]
+    assert spec.description == "No two rows share the primary key (`gym`, `mac_address`, `date`)."
+
+
+def test_quarantine_rate_warns_above_the_configured_share(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    at_limit = quarantine_rate_result(KEY, rejected=5, read=100)  # 0.05: not above
+    assert at_limit.passed and at_limit.severity == dg.AssetCheckSeverity.WARN
+    above = quarantine_rate_result(KEY, rejected=6, read=100)
+    assert not above.passed and above.metadata["rate"].value == 0.06
+    assert quarantine_rate_result(KEY, rejected=0, read=0).passed  # nothing read
+    monkeypatch.setenv(ENV_QUARANTINE_WARN_RATE, "0.1")
+    assert quarantine_rate_result(KEY, rejected=6, read=100).passed
+
+
+def test_a_bad_warning_rate_is_refused_with_its_variable() -> None:
+    for value in ("lots", "1.5", "-0.1"):
+        with pytest.raises(ValueError, match=f"{ENV_QUARANTINE_WARN_RATE} must be a number"):
+            quarantine_warn_rate({ENV_QUARANTINE_WARN_RATE: value})
