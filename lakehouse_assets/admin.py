@@ -1,5 +1,6 @@
 """The ``lakehouse`` commands that look after the lake's tables and the source declarations:
-``migrate`` (tables of earlier layouts) and ``sources`` (list and check the declarations)."""
+``migrate`` (tables of earlier layouts), ``sources`` (list and check the declarations) and
+``profile`` (print a table's column profile)."""
 
 from __future__ import annotations
 
@@ -40,3 +41,20 @@ def sources() -> None:
     print(f"{len(declared)} sources declared in {folder}, {len(errors)} files not loaded")
     if errors:
         sys.exit("\n".join(str(error) for error in errors))
+
+
+def profile(layer: str, table: str) -> None:
+    """Print the column profile of ``<layer>.<table>`` (and keep it in its profiles table)."""
+    from lakehouse_assets.profiling.report import format_profile
+    from lakehouse_assets.profiling.store import take_profile
+    from resources import build_resources
+
+    resources = build_resources()
+    lake = resources["lake"]
+    if not lake.exists(layer, table):
+        sys.exit(f"No Delta table at {lake.table_uri(layer, table)} (LAKEHOUSE_ROOT={lake.root})")
+    spark = resources["spark"].get_session()
+    print(
+        f"{layer}.{table} at {lake.table_uri(layer, table)}, version {lake.version(layer, table)}"
+    )
+    print(format_profile(take_profile(lake, spark, layer, table)))

@@ -15,7 +15,7 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lakehouse_assets.admin import migrate, sources
+from lakehouse_assets.admin import migrate, profile, sources
 from lakehouse_assets.devtools.broker import EmbeddedBroker, EmbeddedBrokerError
 from lakehouse_assets.devtools.service import LocalService
 from lakehouse_assets.devtools.spark_server import (
@@ -256,6 +256,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         "migrate", help="upgrade the lake's tables written by earlier versions of the lakehouse"
     )
     commands.add_parser("sources", help="list the declared sources; fail on invalid files")
+    run_profile = commands.add_parser("profile", help="print the column profile of a table")
+    run_profile.add_argument("layer", help="bronze, silver or gold")
+    run_profile.add_argument("table", help="the table's name, e.g. heart_rate")
     commands.add_parser(
         "spark-archive", help="write the class archive that makes Spark's driver start sooner"
     )
@@ -271,6 +274,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             migrate()
         elif args.command == "sources":
             sources()
+        elif args.command == "profile":
+            profile(args.layer, args.table)
         elif args.command == "spark-server":
             server = SparkConnectServer(args.port, args.host, args.master, keep_log=True)
             serve(server, ENV_SPARK_REMOTE)

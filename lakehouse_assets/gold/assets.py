@@ -24,6 +24,7 @@ from lakehouse_assets.constants import (
 from lakehouse_assets.gold import transforms
 from lakehouse_assets.gold.transforms import GOLD_PARTITION
 from lakehouse_assets.partitions import daily_partitions, gold_automation
+from lakehouse_assets.profiling.store import profile_after_write
 from resources import LakeResource, SparkResource
 
 GOLD_KINDS = {"spark", "delta"}
@@ -59,6 +60,7 @@ def _replace_days(
             **lake.table_metadata(GOLD, table),
             "dagster/partition_row_count": rows.count(),
             "days": f"{first.isoformat()}..{last.isoformat()}",
+            **profile_after_write(lake, spark, GOLD, table),
         },
         check_results=check_results(lake, spark, GOLD, table),
     )

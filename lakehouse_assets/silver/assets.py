@@ -43,6 +43,7 @@ from lakehouse_assets.constants import (
 )
 from lakehouse_assets.migrations import require_current
 from lakehouse_assets.partitions import silver_automation
+from lakehouse_assets.profiling.store import profile_after_write
 from lakehouse_assets.silver import transforms
 from lakehouse_assets.silver.layout import dated, days_of, layout, read_days
 from lakehouse_assets.silver.validation import csv_quarantine, kafka_quarantine, valid
@@ -200,7 +201,11 @@ def parsed_table_asset(spec: ParsedTable) -> dg.AssetsDefinition:
         parsed.unpersist()
         yield dg.MaterializeResult(
             asset_key=table_key,
-            metadata={**lake.table_metadata(SILVER, spec.table), "upstream_version": _of(markers)},
+            metadata={
+                **lake.table_metadata(SILVER, spec.table),
+                "upstream_version": _of(markers),
+                **profile_after_write(lake, session, SILVER, spec.table),
+            },
             check_results=check_results(lake, session, SILVER, spec.table),
         )
         yield dg.MaterializeResult(
@@ -208,6 +213,7 @@ def parsed_table_asset(spec: ParsedTable) -> dg.AssetsDefinition:
             metadata={
                 **lake.table_metadata(SILVER, spec.quarantine_table),
                 "new_rejects": quarantined,
+                **profile_after_write(lake, session, SILVER, spec.quarantine_table),
             },
             check_results=[quarantine_rate_result(quarantine_key, quarantined, read)],
         )
@@ -266,7 +272,10 @@ def completed_workouts(
             partition_by=layout(COMPLETED_WORKOUTS),
         )  # fmt: skip
     return dg.MaterializeResult(
-        metadata=lake.table_metadata(SILVER, COMPLETED_WORKOUTS),
+        metadata={
+            **lake.table_metadata(SILVER, COMPLETED_WORKOUTS),
+            **profile_after_write(lake, session, SILVER, COMPLETED_WORKOUTS),
+        },
         check_results=check_results(lake, session, SILVER, COMPLETED_WORKOUTS),
     )
 
@@ -327,7 +336,10 @@ def workout_bpm(
             replace=("user_id", movers) if movers and consumed is not None else None,
         )  # fmt: skip
     return dg.MaterializeResult(
-        metadata=lake.table_metadata(SILVER, WORKOUT_BPM),
+        metadata={
+            **lake.table_metadata(SILVER, WORKOUT_BPM),
+            **profile_after_write(lake, session, SILVER, WORKOUT_BPM),
+        },
         check_results=check_results(lake, session, SILVER, WORKOUT_BPM),
     )
 
@@ -352,7 +364,11 @@ def user_bins(
         rows = transforms.user_bins(profiles, F.lit(as_of))
         lake.replace(SILVER, USER_BINS, rows, markers)
     return dg.MaterializeResult(
-        metadata={**lake.table_metadata(SILVER, USER_BINS), "as_of_date": as_of.isoformat()},
+        metadata={
+            **lake.table_metadata(SILVER, USER_BINS),
+            "as_of_date": as_of.isoformat(),
+            **profile_after_write(lake, session, SILVER, USER_BINS),
+        },
         check_results=check_results(lake, session, SILVER, USER_BINS),
     )
 

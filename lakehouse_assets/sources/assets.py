@@ -17,6 +17,7 @@ from lakehouse_assets.checks.results import (
 from lakehouse_assets.checks.rules import source_rules
 from lakehouse_assets.constants import BRONZE, SILVER, asset_key, consumer_app_id
 from lakehouse_assets.partitions import silver_automation
+from lakehouse_assets.profiling.store import profile_after_write
 from lakehouse_assets.sensors.streams import kafka_lag_sensor
 from lakehouse_assets.sources.declarations import CDC_MODES, SourceDeclaration
 from lakehouse_assets.sources.refine import Refined, refine, reinfer_schema, schema_path
@@ -134,18 +135,28 @@ def silver_asset(source: SourceDeclaration) -> dg.AssetsDefinition:
             metadata.update(done.metadata())
         yield dg.MaterializeResult(
             asset_key=table_key,
-            metadata={**lake.table_metadata(SILVER, source.name), **metadata},
+            metadata={
+                **lake.table_metadata(SILVER, source.name),
+                **metadata,
+                **profile_after_write(lake, session, SILVER, source.name),
+            },
             check_results=check_results(lake, session, SILVER, source.name, rules),
         )
         yield dg.MaterializeResult(
             asset_key=quarantine_key,
-            metadata=lake.table_metadata(SILVER, quarantine_table(source)),
+            metadata={
+                **lake.table_metadata(SILVER, quarantine_table(source)),
+                **profile_after_write(lake, session, SILVER, quarantine_table(source)),
+            },
             check_results=[quarantine_rate_result(quarantine_key, done.rejected, done.read)],
         )
         if source.mode in CDC_MODES:
             yield dg.MaterializeResult(
                 asset_key=asset_key(SILVER, deletes_table(source)),
-                metadata=lake.table_metadata(SILVER, deletes_table(source)),
+                metadata={
+                    **lake.table_metadata(SILVER, deletes_table(source)),
+                    **profile_after_write(lake, session, SILVER, deletes_table(source)),
+                },
             )
 
     return _asset

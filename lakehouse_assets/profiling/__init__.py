@@ -1,0 +1,1 @@
+"""Column profiles of the tables: statistics computed with Spark, kept and shown in Dagster."""

@@ -1,0 +1,298 @@
+"""The column profile of a table, computed with Spark in two passes over the data.
+
+Pass 1 is one aggregation: per column the count, missing values, min and max, mean, standard
+deviation, quartiles (``percentile_approx``), string lengths and distinct count, and the Pearson
+correlation of every pair of numeric columns. Pass 2 is one grouped aggregation over the rows
+turned into (kind, column, value) entries: the values, their patterns, their histogram bins
+(with pass 1's min and max), the outliers (with pass 1's quartiles) and the values of candidate
+key pairs, counted and ranked so that only the ``top_n`` of each kind and column reach the driver.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    BooleanType,
+    DataType,
+    DateType,
+    NumericType,
+    StringType,
+    TimestampNTZType,
+    TimestampType,
+)
+
+QUARTILE_ACCURACY = 10_000  # percentile_approx: relative error at most 1/10,000 of the rows
+APPROX_DISTINCT_RSD = 0.02  # approx_count_distinct's relative standard deviation
+MAX_KEY_PAIRS = 10  # column pairs tested as candidate keys, those of most distinct values first
+VALUE, PATTERN, BIN, OUTLIER, PAIR = "value", "pattern", "bin", "outlier", "pair"
+
+
+@dataclass(frozen=True)
+class ProfileOptions:
+    """How a table is profiled.
+
+    Attributes:
+        top_n: most frequent values (and patterns) kept per column.
+        exact_distinct_below: tables with fewer rows get exact distinct counts; larger ones the
+            HyperLogLog estimate (``approx_count_distinct``, 2% relative standard deviation).
+        sentinels: string values counted as missing, besides null and the empty string.
+        bins: histogram bins of a numeric column, of equal width from its min to its max.
+    """
+
+    top_n: int = 100
+    exact_distinct_below: int = 1_000_000
+    sentinels: tuple[str, ...] = ()
+    bins: int = 10
+
+
+@dataclass(frozen=True)
+class ColumnProfile:
+    """The statistics of one column; None where a statistic does not apply to its type."""
+
+    name: str
+    data_type: str
+    count: int
+    missing: int
+    density: float | None
+    minimum: Any = None
+    maximum: Any = None
+    mean: float | None = None
+    stddev: float | None = None
+    min_length: int | None = None
+    max_length: int | None = None
+    avg_length: float | None = None
+    distinct: int | None = None
+    distinct_exact: bool = True
+    q1: float | None = None
+    median: float | None = None
+    q3: float | None = None
+    outliers: int | None = None
+    top_values: list[tuple[str, int]] = field(default_factory=list)
+    patterns: list[tuple[str, int]] = field(default_factory=list)
+    histogram: list[tuple[float, float, int]] = field(default_factory=list)
+    unique: bool = False
+
+
+@dataclass(frozen=True)
+class TableProfile:
+    """A table's profile: its rows, each column's, correlations and candidate keys."""
+
+    rows: int
+    columns: list[ColumnProfile]
+    correlations: dict[tuple[str, str], float | None]
+    candidate_keys: list[tuple[str, ...]]
+
+
+def _kind(data_type: DataType) -> str | None:
+    """How a column is profiled: numeric, string, ordered (min and max only), or not at all."""
+    if isinstance(data_type, NumericType):
+        return "numeric"
+    if isinstance(data_type, StringType):
+        return "string"
+    if isinstance(data_type, DateType | TimestampType | TimestampNTZType | BooleanType):
+        return "ordered"
+    return None
+
+
+def _missing(column: Column, kind: str | None, sentinels: Sequence[str]) -> Column:
+    if kind != "string":
+        return column.isNull()
+    return column.isNull() | column.isin("", *sentinels)
+
+
+def _pass_one(
+    df: DataFrame, kinds: dict[str, str | None], options: ProfileOptions, exact: bool
+) -> list[Column]:
+    aggs: list[Column] = [F.count(F.lit(1)).alias("_rows")]
+    for i, (name, kind) in enumerate(kinds.items()):
+        col = F.col(f"`{name}`")
+        missing = F.sum(_missing(col, kind, options.sentinels).cast("long"))
+        aggs += [F.count(col).alias(f"{i}_count"), missing.alias(f"{i}_missing")]
+        if kind is None:
+            continue
+        distinct = F.count_distinct(col) if exact else F.approx_count_distinct(col, 0.02)
+        aggs += [F.min(col).alias(f"{i}_min"), F.max(col).alias(f"{i}_max")]
+        aggs.append(distinct.alias(f"{i}_distinct"))
+        if kind == "numeric":
+            number = col.cast("double")
+            quartiles = F.percentile_approx(number, [0.25, 0.5, 0.75], QUARTILE_ACCURACY)
+            aggs += [F.avg(number).alias(f"{i}_mean"), F.stddev_samp(number).alias(f"{i}_sd")]
+            aggs.append(quartiles.alias(f"{i}_quartiles"))
+        elif kind == "string":
+            length = F.length(col)
+            aggs += [F.min(length).alias(f"{i}_minlen"), F.max(length).alias(f"{i}_maxlen")]
+            aggs.append(F.avg(length).alias(f"{i}_avglen"))
+    numeric = [name for name, kind in kinds.items() if kind == "numeric"]
+    for a, b in itertools.combinations(numeric, 2):
+        corr = F.corr(F.col(f"`{a}`").cast("double"), F.col(f"`{b}`").cast("double"))
+        aggs.append(corr.alias(f"corr_{numeric.index(a)}_{numeric.index(b)}"))
+    return aggs
+
+
+def pattern(column: Column) -> Column:
+    """A string's shape: each digit as ``9``, each letter (any script) as ``A``, the rest kept."""
+    return F.regexp_replace(F.regexp_replace(column, r"\p{Nd}", "9"), r"\p{L}", "A")
+
+
+def _entry(kind: str, index: int, value: Column, when: Column) -> Column:
+    entry = F.struct(F.lit(kind).alias("k"), F.lit(index).alias("i"), value.alias("v"))
+    return F.when(when, entry)
+
+
+def _bin(col: Column, low: float, high: float, bins: int) -> Column:
+    if high <= low:
+        return F.lit(0)
+    width = (high - low) / bins
+    return F.least(F.floor((col.cast("double") - F.lit(low)) / F.lit(width)), F.lit(bins - 1))
+
+
+def _pass_two_entries(
+    kinds: dict[str, str | None],
+    first: dict[str, Any],
+    pairs: list[tuple[str, str]],
+    options: ProfileOptions,
+) -> list[Column]:
+    entries: list[Column] = []
+    for i, (name, kind) in enumerate(kinds.items()):
+        if kind is None:
+            continue
+        col = F.col(f"`{name}`")
+        present = col.isNotNull()
+        entries.append(_entry(VALUE, i, col.cast("string"), present))
+        if kind == "string":
+            entries.append(_entry(PATTERN, i, pattern(col), present))
+        if kind == "numeric" and first[f"{i}_min"] is not None:
+            low, high = float(first[f"{i}_min"]), float(first[f"{i}_max"])
+            entries.append(
+                _entry(BIN, i, _bin(col, low, high, options.bins).cast("string"), present)
+            )
+            q1, _, q3 = first[f"{i}_quartiles"]
+            fence = 1.5 * (q3 - q1)
+            number = col.cast("double")
+            outside = (number < q1 - fence) | (number > q3 + fence)
+            entries.append(_entry(OUTLIER, i, F.lit(""), present & outside))
+    for j, (a, b) in enumerate(pairs):
+        both = F.col(f"`{a}`").isNotNull() & F.col(f"`{b}`").isNotNull()
+        joined = F.to_json(F.array(F.col(f"`{a}`").cast("string"), F.col(f"`{b}`").cast("string")))
+        entries.append(_entry(PAIR, j, joined, both))
+    return entries
+
+
+def _pass_two(
+    df: DataFrame,
+    kinds: dict[str, str | None],
+    first: dict[str, Any],
+    pairs: list[tuple[str, str]],
+    options: ProfileOptions,
+) -> dict[tuple[str, int], list[tuple[str, int]]]:
+    """(kind, column index or pair number) -> its top ``top_n`` (value, count), most first."""
+    entries = _pass_two_entries(kinds, first, pairs, options)
+    if not entries:
+        return {}
+    exploded = df.select(F.explode(F.filter(F.array(*entries), lambda e: e.isNotNull())).alias("e"))
+    counted = exploded.groupBy("e.k", "e.i", "e.v").count()
+    ranking = Window.partitionBy("k", "i").orderBy(F.desc("count"), F.asc("v"))
+    # Bins: all of them (at most ``bins``); the rest: the top ``top_n``.
+    limit = F.when(F.col("k") == BIN, F.lit(options.bins)).otherwise(F.lit(options.top_n))
+    top = counted.withColumn("_rank", F.row_number().over(ranking)).where(F.col("_rank") <= limit)
+    result: dict[tuple[str, int], list[tuple[str, int]]] = {}
+    for row in top.orderBy("k", "i", "_rank").collect():
+        result.setdefault((row["k"], row["i"]), []).append((row["v"], int(row["count"])))
+    return result
+
+
+def _key_pairs(
+    kinds: dict[str, str | None], first: dict[str, Any], rows: int
+) -> list[tuple[str, str]]:
+    """Column pairs that may be a key together: no nulls in either, not a key alone, and as many
+    distinct combinations possible as rows; those of most combinations first."""
+    candidates = [
+        (name, int(first[f"{i}_distinct"]))
+        for i, (name, kind) in enumerate(kinds.items())
+        if kind is not None and first[f"{i}_count"] == rows and first[f"{i}_distinct"] < rows
+    ]
+    pairs = [
+        (a, b, da * db)
+        for (a, da), (b, db) in itertools.combinations(candidates, 2)
+        if da * db >= rows
+    ]
+    pairs.sort(key=lambda pair: -pair[2])
+    return [(a, b) for a, b, _ in pairs[:MAX_KEY_PAIRS]]
+
+
+def _histogram(
+    counts: list[tuple[str, int]], low: float, high: float, bins: int
+) -> list[tuple[float, float, int]]:
+    """Every bin's (lower edge, upper edge, count), empty bins included."""
+    if high <= low:
+        return [(low, high, sum(count for _, count in counts))]
+    width = (high - low) / bins
+    found = {int(float(value)): count for value, count in counts}
+    return [(low + b * width, low + (b + 1) * width, found.get(b, 0)) for b in range(bins)]
+
+
+def _column(
+    i: int,
+    name: str,
+    data_type: DataType,
+    first: dict[str, Any],
+    second: dict[tuple[str, int], list[tuple[str, int]]],
+    options: ProfileOptions,
+    exact: bool,
+) -> ColumnProfile:
+    rows, kind = first["_rows"], _kind(data_type)
+    count, missing = int(first[f"{i}_count"]), int(first[f"{i}_missing"] or 0)
+    density = (rows - missing) / rows if rows else None
+    if kind is None:
+        return ColumnProfile(name, data_type.simpleString(), count, missing, density)
+    top = second.get((VALUE, i), [])
+    stats: dict[str, Any] = {
+        "minimum": first[f"{i}_min"], "maximum": first[f"{i}_max"],
+        "distinct": int(first[f"{i}_distinct"]), "distinct_exact": exact, "top_values": top,
+        "unique": rows > 0 and count == rows and bool(top) and top[0][1] == 1,
+    }  # fmt: skip
+    if kind == "numeric":
+        q1, median, q3 = first[f"{i}_quartiles"] or (None, None, None)
+        stats.update(mean=first[f"{i}_mean"], stddev=first[f"{i}_sd"], q1=q1, median=median, q3=q3)
+        stats["outliers"] = sum(n for _, n in second.get((OUTLIER, i), []))
+        if stats["minimum"] is not None:
+            low, high = float(stats["minimum"]), float(stats["maximum"])
+            stats["histogram"] = _histogram(second.get((BIN, i), []), low, high, options.bins)
+    elif kind == "string":
+        stats.update(min_length=first[f"{i}_minlen"], max_length=first[f"{i}_maxlen"])
+        stats.update(avg_length=first[f"{i}_avglen"], patterns=second.get((PATTERN, i), []))
+    return ColumnProfile(name, data_type.simpleString(), count, missing, density, **stats)
+
+
+def profile(
+    df: DataFrame, options: ProfileOptions | None = None, rows: int | None = None
+) -> TableProfile:
+    """The profile of ``df`` in two passes (see the module). ``rows``, when known (from Delta's
+    file statistics), decides exact or approximate distinct counts without counting first."""
+    options = options or ProfileOptions()
+    fields = df.schema.fields
+    kinds = {f.name: _kind(f.dataType) for f in fields}
+    exact = (rows if rows is not None else df.count()) < options.exact_distinct_below
+    result = df.agg(*_pass_one(df, kinds, options, exact)).first()
+    assert result is not None  # a global aggregation has one row
+    first = result.asDict()
+    rows = int(first["_rows"])
+    pairs = _key_pairs(kinds, first, rows) if rows else []
+    second = _pass_two(df, kinds, first, pairs, options) if rows else {}
+    columns = [
+        _column(i, f.name, f.dataType, first, second, options, exact) for i, f in enumerate(fields)
+    ]
+    numeric = [name for name, kind in kinds.items() if kind == "numeric"]
+    correlations = {
+        (a, b): first[f"corr_{numeric.index(a)}_{numeric.index(b)}"]
+        for a, b in itertools.combinations(numeric, 2)
+    }
+    keys: list[tuple[str, ...]] = [(c.name,) for c in columns if c.unique]
+    keys += [pair for j, pair in enumerate(pairs) if second.get((PAIR, j), [("", 2)])[0][1] == 1]
+    return TableProfile(rows, columns, correlations, keys)
