@@ -47,7 +47,7 @@ def take_profile(
         FileNotFoundError: the table does not exist.
     """
     rows = lake.read(spark, layer, table)
-    taken = profile(rows, options, rows=lake.row_count(layer, table))
+    taken = profile(rows, options)
     stored = profile_rows(taken, datetime.now(UTC), lake.version(layer, table))
     lake.append(PROFILES, profiles_table(layer, table), spark.createDataFrame(stored))
     return taken
