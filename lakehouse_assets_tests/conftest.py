@@ -25,6 +25,9 @@ from lakehouse_assets.sample_data import Message
 from resources import ENV_SPARK_REMOTE, SparkResource, build_resources
 
 SPARK_MODE = os.environ.get("LAKEHOUSE_TEST_SPARK", "connect")
+# Profiles after every write cost a few Spark jobs per table: on in the tests that assert them
+# (profiling/, test_automation.py), off elsewhere to keep the suite's time.
+os.environ.setdefault("LAKEHOUSE_PROFILE", "off")
 if SPARK_MODE not in ("connect", "local"):
     raise ValueError(f"LAKEHOUSE_TEST_SPARK must be 'connect' or 'local', got {SPARK_MODE!r}")
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
+import pytest
 
 from lakehouse_assets import sample_data
 from lakehouse_assets.constants import (
@@ -26,6 +27,7 @@ from lakehouse_assets.constants import (
 )
 from lakehouse_assets.definitions import all_assets
 from lakehouse_assets.devtools.broker import EmbeddedBroker
+from lakehouse_assets.profiling.store import ENV_PROFILE
 from lakehouse_assets.sensors.streams import stream_sensors
 from lakehouse_assets_tests import fitness_oracle as oracle
 from resources import CalendarResource
@@ -93,6 +95,17 @@ class AutomationDaemon:
         return busy
 
 
+def assert_profiled(instance: dg.DagsterInstance, key: dg.AssetKey, column: str) -> None:
+    """The latest materialization of ``key`` carries a profile with ``column`` among its rows."""
+    event = instance.get_latest_materialization_event(key)
+    assert event is not None and event.asset_materialization is not None
+    metadata = event.asset_materialization.metadata
+    profile = metadata["profile"]
+    assert isinstance(profile, dg.TableMetadataValue)
+    assert column in [record.data["column"] for record in profile.records]
+    assert {"profile_summary", "profile_histograms"} <= set(metadata)
+
+
 def produce_implausible_reading(broker: EmbeddedBroker, day: date, hour: int) -> None:
     """A valid reading of 300 bpm from user 1's device: silver keeps it, its check fails."""
     device = sample_data.DEVICE_ID_OFFSET + 1
@@ -141,8 +154,12 @@ def assert_blocked_by_an_implausible_reading(
 
 
 def test_new_data_reaches_gold_by_itself(
-    broker: EmbeddedBroker, resources: dict[str, Any], lake_root: Path
+    broker: EmbeddedBroker,
+    resources: dict[str, Any],
+    lake_root: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setenv(ENV_PROFILE, "materialization")
     today = datetime.now(UTC).date()
     resources["calendar"] = CalendarResource(as_of_date=today.isoformat())
     sample = sample_data.generate(users=3, days=2, first_day=today - timedelta(days=2), seed=5)
@@ -157,6 +174,7 @@ def test_new_data_reaches_gold_by_itself(
         assert tick_stream_sensors(instance, resources) == 5  # 3 topics, 2 landing folders
         assert daemon.tick_until_quiet() >= 2  # silver first, then what follows it
         assert tick_stream_sensors(instance, resources) == 0
+        assert_profiled(instance, asset_key(GOLD, WORKOUT_BPM_SUMMARY), "num_recordings")
         assert_blocked_by_an_implausible_reading(instance, daemon, broker, resources, today)
 
     expected = oracle.workout_bpm_summary([sample], today)

@@ -57,6 +57,7 @@ def test_profiles_are_kept_and_printed(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
+    monkeypatch.setenv(ENV_PROFILE, "materialization")  # the tests' default is off
     lake = LakeResource(root=str(tmp_path))
     lake.append("silver", "sample", table(spark))
     assert "profile" in profile_after_write(lake, spark, "silver", "sample")
