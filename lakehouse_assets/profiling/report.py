@@ -12,7 +12,7 @@ from typing import Any
 import dagster as dg
 import pyarrow as pa
 
-from lakehouse_assets.profiling.transforms import ColumnProfile, TableProfile
+from lakehouse_assets.profiling.model import ColumnProfile, TableProfile
 
 SHOWN_TOP = 5  # most frequent values and patterns shown per column in the UI and the terminal
 STATISTICS = {  # column of the per-column table -> its type in Dagster's table schema

@@ -12,8 +12,9 @@ from datetime import UTC, datetime
 import dagster as dg
 from pyspark.sql import SparkSession
 
+from lakehouse_assets.profiling.model import ProfileOptions, TableProfile
 from lakehouse_assets.profiling.report import profile_metadata, profile_rows
-from lakehouse_assets.profiling.transforms import ProfileOptions, TableProfile, profile
+from lakehouse_assets.profiling.transforms import profile
 from resources import LakeResource
 
 ENV_PROFILE = "LAKEHOUSE_PROFILE"

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, Window
@@ -27,69 +26,14 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from lakehouse_assets.profiling.model import ColumnProfile, ProfileOptions, TableProfile
+
 QUARTILE_ACCURACY = 10_000  # percentile_approx: relative error at most 1/10,000 of the rows
 APPROX_DISTINCT_RSD = 0.02  # approx_count_distinct's relative standard deviation
 MAX_KEY_PAIRS = 3  # column pairs tested as candidate keys, those of most distinct values first
 NEARLY_UNIQUE = 0.95  # a column whose estimated distinct count is this share of the rows or more
 # is left out of the pairs (if it is a key, it is one alone)
 VALUE, PATTERN, BIN, OUTLIER, PAIR = "value", "pattern", "bin", "outlier", "pair"
-
-
-@dataclass(frozen=True)
-class ProfileOptions:
-    """How a table is profiled.
-
-    Attributes:
-        top_n: most frequent values (and patterns) kept per column.
-        exact_distinct_below: tables with fewer rows report the exact distinct counts (pass 2's
-            groups of values); larger ones the HyperLogLog estimate of pass 1
-            (``approx_count_distinct``, 2% relative standard deviation).
-        sentinels: string values counted as missing, besides null and the empty string.
-        bins: histogram bins of a numeric column, of equal width from its min to its max.
-    """
-
-    top_n: int = 100
-    exact_distinct_below: int = 1_000_000
-    sentinels: tuple[str, ...] = ()
-    bins: int = 10
-
-
-@dataclass(frozen=True)
-class ColumnProfile:
-    """The statistics of one column; None where a statistic does not apply to its type."""
-
-    name: str
-    data_type: str
-    count: int
-    missing: int
-    density: float | None
-    minimum: Any = None
-    maximum: Any = None
-    mean: float | None = None
-    stddev: float | None = None
-    min_length: int | None = None
-    max_length: int | None = None
-    avg_length: float | None = None
-    distinct: int | None = None
-    distinct_exact: bool = True
-    q1: float | None = None
-    median: float | None = None
-    q3: float | None = None
-    outliers: int | None = None
-    top_values: list[tuple[str, int]] = field(default_factory=list)
-    patterns: list[tuple[str, int]] = field(default_factory=list)
-    histogram: list[tuple[float, float, int]] = field(default_factory=list)
-    unique: bool = False
-
-
-@dataclass(frozen=True)
-class TableProfile:
-    """A table's profile: its rows, each column's, correlations and candidate keys."""
-
-    rows: int
-    columns: list[ColumnProfile]
-    correlations: dict[tuple[str, str], float | None]
-    candidate_keys: list[tuple[str, ...]]
 
 
 def _kind(data_type: DataType) -> str | None:

@@ -9,7 +9,8 @@ from datetime import date
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
-from lakehouse_assets.profiling.transforms import ProfileOptions, TableProfile, profile
+from lakehouse_assets.profiling.model import ProfileOptions, TableProfile
+from lakehouse_assets.profiling.transforms import profile
 
 D1, D2, D3 = date(2026, 11, 1), date(2026, 11, 2), date(2026, 11, 3)
 AMOUNTS = [2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0, 100.0, None]
