@@ -9,7 +9,7 @@ boolean. Then, ``--rounds`` times and taking turns (describe, profile, describe,
 on the same Parquet-backed DataFrame:
 
 - A: ``df.describe().collect()``: count, mean, stddev, min and max of every column (one pass).
-- B: ``lakehouse_assets.profiling.transforms.profile(df)``: the full profile (two passes).
+- B: ``lakehouse_assets.profiling.transforms.profile(df)``: the full profile (two aggregations).
 
 It prints each time, the ratio B / A per round and the median. Target of issue 14: at most 4x.
 

@@ -13,15 +13,20 @@ class ProfileOptions:
 
     Attributes:
         top_n: most frequent values (and patterns) kept per column.
-        exact_distinct_below: tables with fewer rows report the exact distinct counts (pass 2's
-            groups of values); larger ones the HyperLogLog estimate of pass 1
-            (``approx_count_distinct``, 2% relative standard deviation).
+        exact_distinct_below: a column with fewer distinct values gets their exact count; one
+            with more, an estimate (a theta sketch of this many entries, rounded up to a power
+            of two: relative standard error 1/sqrt of it, 0.4% by default).
+        exact_frequencies_below: a column with at most this many distinct values gets exact
+            counts of its most frequent values and patterns; one with more, the estimates of
+            a frequent-items sketch tracking this many (only values frequent enough to stand
+            out of its error are listed), flagged ``frequencies_exact=False``.
         sentinels: string values counted as missing, besides null and the empty string.
         bins: histogram bins of a numeric column, of equal width from its min to its max.
     """
 
     top_n: int = 100
-    exact_distinct_below: int = 1_000_000
+    exact_distinct_below: int = 65_536
+    exact_frequencies_below: int = 10_000
     sentinels: tuple[str, ...] = ()
     bins: int = 10
 
@@ -44,6 +49,7 @@ class ColumnProfile:
     avg_length: float | None = None
     distinct: int | None = None
     distinct_exact: bool = True
+    frequencies_exact: bool = True
     q1: float | None = None
     median: float | None = None
     q3: float | None = None
@@ -56,9 +62,12 @@ class ColumnProfile:
 
 @dataclass(frozen=True)
 class TableProfile:
-    """A table's profile: its rows, each column's, correlations and candidate keys."""
+    """A table's profile: its rows, each column's, correlations and candidate keys (exact when
+    the table has fewer rows than ``exact_distinct_below``, estimated from the distinct counts'
+    sketches otherwise)."""
 
     rows: int
     columns: list[ColumnProfile]
     correlations: dict[tuple[str, str], float | None]
     candidate_keys: list[tuple[str, ...]]
+    keys_exact: bool = True

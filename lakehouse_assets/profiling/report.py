@@ -34,7 +34,7 @@ PROFILE_SCHEMA = pa.schema([
     ("histogram", pa.list_(pa.struct(
         [("lower", pa.float64()), ("upper", pa.float64()), ("count", pa.int64())]))),
     ("correlations", pa.list_(pa.struct([("column", pa.string()), ("value", pa.float64())]))),
-    ("candidate_key", pa.bool_()),
+    ("candidate_key", pa.bool_()), ("frequencies_exact", pa.bool_()),
 ])  # fmt: skip
 
 
@@ -87,7 +87,7 @@ def profile_rows(profile: TableProfile, profiled_at: datetime, version: int | No
             "patterns": [{"value": v, "count": n} for v, n in column.patterns],
             "histogram": [{"lower": lo, "upper": hi, "count": n} for lo, hi, n in column.histogram],
             "correlations": _correlations(profile, column.name),
-            "candidate_key": column.name in keys,
+            "candidate_key": column.name in keys, "frequencies_exact": column.frequencies_exact,
         })  # fmt: skip
     return pa.Table.from_pylist(rows, schema=PROFILE_SCHEMA)
 
@@ -95,12 +95,14 @@ def profile_rows(profile: TableProfile, profiled_at: datetime, version: int | No
 def _summary(profile: TableProfile) -> str:
     keys = ", ".join("(" + ", ".join(key) + ")" for key in profile.candidate_keys) or "none"
     shape = f"{profile.rows:,} rows, {len(profile.columns)} columns"
-    lines = [f"**{shape}.** Candidate keys: {keys}.", ""]
+    estimated = "" if profile.keys_exact else " (estimated)"
+    lines = [f"**{shape}.** Candidate keys{estimated}: {keys}.", ""]
     for c in profile.columns:
         density = "-" if c.density is None else f"{c.density:.1%}"
         distinct = "" if c.distinct is None else f", {c.distinct:,} distinct"
         approx = "" if c.distinct_exact else " (approx.)"
-        lines.append(f"- `{c.name}` ({c.data_type}): {density} filled{distinct}{approx}")
+        frequent = "" if c.frequencies_exact else "; most frequent values estimated"
+        lines.append(f"- `{c.name}` ({c.data_type}): {density} filled{distinct}{approx}{frequent}")
     if profile.correlations:
         numeric = list(dict.fromkeys(name for pair in profile.correlations for name in pair))
         lines += ["", "| | " + " | ".join(numeric) + " |", "|---" * (len(numeric) + 1) + "|"]

@@ -51,8 +51,8 @@ def test_numeric_column(profiled: TableProfile) -> None:
     # The 3rd, 5th and 7th of the 9 sorted values (the smallest with 25/50/75% at or below).
     assert (amount.q1, amount.median, amount.q3) == (4.0, 5.0, 7.0)
     assert amount.outliers == 1  # fences 4 - 1.5 * 3 and 7 + 1.5 * 3: only 100 is outside
-    # Most frequent first, ties by the value's text ascending, cut at top_n = 4.
-    assert amount.top_values == [("4.0", 3), ("5.0", 2), ("100.0", 1), ("2.0", 1)]
+    # Most frequent first, ties by the value ascending, cut at top_n = 4.
+    assert amount.top_values == [("4.0", 3), ("5.0", 2), ("2.0", 1), ("7.0", 1)]
     width = (100 - 2) / 10
     assert [n for _, _, n in amount.histogram] == [8, 0, 0, 0, 0, 0, 0, 0, 0, 1]
     assert amount.histogram[0][:2] == pytest.approx((2.0, 2 + width))
@@ -97,7 +97,7 @@ def test_correlations_and_candidate_keys(profiled: TableProfile) -> None:
 def test_approximate_distinct_counts_above_the_configured_size(spark: SparkSession) -> None:
     taken = profile(table(spark), ProfileOptions(exact_distinct_below=5))
     ids = taken.columns[0]
-    assert ids.distinct_exact is False
+    assert ids.distinct_exact is False and taken.keys_exact is False
     assert ids.distinct is not None and abs(ids.distinct - 10) <= 1
 
 
@@ -110,3 +110,14 @@ def test_an_empty_table(spark: SparkSession) -> None:
     taken = profile(spark.createDataFrame([], SCHEMA), OPTIONS)
     assert taken.rows == 0 and taken.candidate_keys == []
     assert all(c.count == 0 and c.density is None and c.top_values == [] for c in taken.columns)
+
+
+def test_frequencies_and_patterns_beyond_the_tracked_values(spark: SparkSession) -> None:
+    # 6 distinct codes, more than the 5 tracked: the patterns are counted by Spark (pass 2), not
+    # from the values, and the frequencies are flagged as estimates (here still exact: the 5
+    # patterns fit the sketch).
+    options = ProfileOptions(top_n=4, sentinels=("N/A",), exact_frequencies_below=5)
+    code = profile(table(spark), options).columns[5]
+    assert code.frequencies_exact is False
+    assert code.patterns == [("99", 3), ("999", 2), ("AA-9", 2), ("", 1)]
+    assert code.top_values[:2] == [("42", 3), ("007", 2)]
