@@ -6,13 +6,27 @@ from collections.abc import Sequence
 import dagster as dg
 
 from lakehouse_assets.bronze.assets import bronze_kafka_assets, bronze_landing_assets
-from lakehouse_assets.constants import BRONZE, BRONZE_TABLES, GOLD, SILVER, SILVER_TABLES
+from lakehouse_assets.checks.freshness import kafka_freshness_check, landing_freshness_check
+from lakehouse_assets.constants import (
+    BRONZE,
+    BRONZE_TABLES,
+    GOLD,
+    KAFKA_TOPICS,
+    LANDING_COLUMNS,
+    SILVER,
+    SILVER_TABLES,
+)
 from lakehouse_assets.gold.assets import gold_assets
 from lakehouse_assets.partitions import daily_partitions
 from lakehouse_assets.schedules.maintenance import maintenance_definitions
 from lakehouse_assets.sensors.streams import SETTINGS, stream_sensors
 from lakehouse_assets.silver.assets import silver_assets
-from lakehouse_assets.sources.assets import source_assets, source_sensor, source_tables
+from lakehouse_assets.sources.assets import (
+    source_assets,
+    source_freshness_check,
+    source_sensor,
+    source_tables,
+)
 from lakehouse_assets.sources.declarations import (
     SourceDeclaration,
     load_declarations,
@@ -22,6 +36,10 @@ from resources import build_resources
 
 log = logging.getLogger(__name__)
 fitness_assets = [*bronze_kafka_assets, *bronze_landing_assets, *silver_assets, *gold_assets]
+fitness_freshness_checks = [
+    *[kafka_freshness_check(topic) for topic in KAFKA_TOPICS],
+    *[landing_freshness_check(source) for source in LANDING_COLUMNS],
+]
 
 
 def lakehouse_definitions(sources: Sequence[SourceDeclaration] = ()) -> dg.Definitions:
@@ -59,6 +77,10 @@ def lakehouse_definitions(sources: Sequence[SourceDeclaration] = ()) -> dg.Defin
     )
     return dg.Definitions(
         assets=[*fitness_assets, *declared],
+        asset_checks=[
+            *fitness_freshness_checks,
+            *[source_freshness_check(source) for source in sources],
+        ],
         jobs=[refresh_job, gold_job, rebuild_job, *maintenance_jobs.values()],
         schedules=maintenance_schedules,
         sensors=[

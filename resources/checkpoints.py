@@ -102,10 +102,15 @@ def files_read(checkpoint: str) -> set[str]:
 
 def landed_files(folder: str) -> set[str]:
     """The names of the complete files in a landing folder (not those starting ``.`` or ``_``)."""
+    return set(landed_times(folder))
+
+
+def landed_times(folder: str) -> dict[str, float]:
+    """``landed_files`` with each file's modification time (epoch seconds)."""
     filesystem, root = _filesystem(folder)
     selector = fs.FileSelector(root, allow_not_found=True)
     return {
-        info.base_name
+        info.base_name: info.mtime.timestamp() if info.mtime is not None else 0.0
         for info in filesystem.get_file_info(selector)
         if info.type == fs.FileType.File and not info.base_name.startswith((".", "_"))
     }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import time
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -14,6 +15,7 @@ from pyspark.sql import DataFrame, SparkSession
 from resources.kafka_client import (
     Offsets,
     TopicPartitionKey,
+    as_topic_partitions,
     broker_unreachable,
     commit_group_offsets,
     existing_partitions,
@@ -115,6 +117,24 @@ class KafkaResource(dg.ConfigurableResource):
                 for tp in existing_partitions(consumer, topics)
             }
         return {tp: offset for tp, offset in committed.items() if offset is not None}
+
+    def timestamps_at(
+        self, positions: Mapping[TopicPartitionKey, int], timeout_ms: int = 5_000
+    ) -> dict[TopicPartitionKey, int]:
+        """The timestamp (ms) of the first record at or after each position; partitions with no
+        record there within ``timeout_ms`` are left out."""
+        found: dict[TopicPartitionKey, int] = {}
+        with self._consumer(max_poll_records=max(len(positions), 1)) as c:
+            partitions = as_topic_partitions(positions)
+            c.assign(partitions)
+            for tp in partitions:
+                c.seek(tp, positions[(tp.topic, tp.partition)])
+            deadline = time.monotonic() + timeout_ms / 1000
+            while len(found) < len(positions) and time.monotonic() < deadline:
+                for tp, records in c.poll(timeout_ms=200).items():
+                    found.setdefault((tp.topic, tp.partition), records[0].timestamp)
+                    c.pause(tp)
+        return found
 
     def lag(
         self, topics: Iterable[str], positions: Mapping[TopicPartitionKey, int]

@@ -8,18 +8,9 @@ from collections.abc import Sequence
 
 import dagster as dg
 
-from lakehouse_assets.constants import (
-    BRONZE,
-    CHECKPOINTS_DIR,
-    KAFKA_TOPICS,
-    LANDING_COLUMNS,
-    LANDING_DIR,
-    asset_key,
-    stream_name,
-)
+from lakehouse_assets.checks.freshness import freshness_evaluation, kafka_waiting, landing_waiting
+from lakehouse_assets.constants import BRONZE, KAFKA_TOPICS, LANDING_COLUMNS, asset_key, stream_name
 from resources import KafkaResource, LakeResource, SensorSettings, sensor_settings
-from resources.checkpoints import committed_offsets, files_read, landed_files
-from resources.kafka_client import TopicPartitionKey, from_offsets
 
 STREAM_TAG = "lakehouse/stream"
 IN_PROGRESS = [
@@ -34,20 +25,6 @@ def run_in_progress(instance: dg.DagsterInstance, key: dg.AssetKey) -> bool:
     """Whether a queued or running run will materialize ``key``."""
     records = instance.get_run_records(dg.RunsFilter(statuses=IN_PROGRESS))
     return any(key in (record.dagster_run.asset_selection or ()) for record in records)
-
-
-def stream_lag(
-    kafka: KafkaResource,
-    lake: LakeResource,
-    table: str,
-    topics: Sequence[str] = (),
-    pattern: str | None = None,
-) -> dict[TopicPartitionKey, int]:
-    """Records of ``topics`` (or of the topics matching ``pattern``) not yet committed by the
-    stream of ``bronze.<table>``, per partition."""
-    checkpoint = lake.spark_path(CHECKPOINTS_DIR, stream_name(BRONZE, table))
-    subscribed = kafka.matching(pattern) if pattern else topics
-    return kafka.lag(subscribed, from_offsets(committed_offsets(checkpoint) or {}))
 
 
 def _request(key: dg.AssetKey, stream: str) -> dg.RunRequest:
@@ -89,13 +66,14 @@ def kafka_lag_sensor(
             return dg.SkipReason(f"A run of {stream} is queued or in progress.")
         if not lake.exists(BRONZE, table):
             return _first_run(context, key, stream)
-        lag = stream_lag(kafka, lake, table, topics, pattern)
-        total = sum(lag.values())
-        shown = ", ".join(f"{t}-{p}: {n}" for (t, p), n in sorted(lag.items())) or "no partitions"
+        waiting = kafka_waiting(kafka, lake, table, topics, pattern)
+        total = waiting.count
+        shown = ", ".join(f"{part}: {n}" for part, n in waiting.parts.items()) or "no partitions"
+        per_partition = {f"kafka_lag/{part}": n for part, n in waiting.parts.items()}
         observed = dg.AssetObservation(
-            asset_key=key,
-            metadata={"kafka_lag": total, **{f"kafka_lag/{t}-{p}": n for (t, p), n in lag.items()}},
+            asset_key=key, metadata={"kafka_lag": total, **per_partition}
         )
+        events = [observed, freshness_evaluation(key, waiting)]
         waiting_since = float(context.cursor) if context.cursor and total else time.time()
         due = total > settings.lag_threshold or (
             total > 0 and time.time() - waiting_since >= settings.lag_max_wait_s
@@ -103,12 +81,10 @@ def kafka_lag_sensor(
         if not due:
             cursor = str(waiting_since) if total else ""
             return dg.SensorResult(
-                skip_reason=f"Lag {total} ({shown}).", asset_events=[observed], cursor=cursor
+                skip_reason=f"Lag {total} ({shown}).", asset_events=events, cursor=cursor
             )
         context.log.info(f"{stream} lags {total} records ({shown}): launching it")
-        return dg.SensorResult(
-            run_requests=[_request(key, stream)], asset_events=[observed], cursor=""
-        )
+        return dg.SensorResult(run_requests=[_request(key, stream)], asset_events=events, cursor="")
 
     return _sensor
 
@@ -131,12 +107,14 @@ def landing_sensor(source: str, settings: SensorSettings) -> dg.SensorDefinition
             return dg.SkipReason(f"A run of {stream} is queued or in progress.")
         if not lake.exists(BRONZE, source):
             return _first_run(context, key, stream)
-        checkpoint = lake.spark_path(CHECKPOINTS_DIR, stream)
-        new = landed_files(lake.path(LANDING_DIR, source)) - files_read(checkpoint)
-        if not new:
-            return dg.SkipReason(f"No new files in landing/{source}/.")
-        context.log.info(f"{len(new)} new files in landing/{source}/: {sorted(new)[:5]}")
-        return dg.SensorResult(run_requests=[_request(key, stream)])
+        waiting = landing_waiting(lake, source)
+        events = [freshness_evaluation(key, waiting)]
+        if not waiting.count:
+            return dg.SensorResult(
+                skip_reason=f"No new files in landing/{source}/.", asset_events=events
+            )
+        context.log.info(f"{waiting.count} new files in landing/{source}/")
+        return dg.SensorResult(run_requests=[_request(key, stream)], asset_events=events)
 
     return _sensor
 

@@ -8,6 +8,7 @@ import dagster as dg
 from pydantic import Field
 
 from lakehouse_assets.bronze.assets import kafka_bronze_asset
+from lakehouse_assets.checks.freshness import kafka_freshness_check
 from lakehouse_assets.checks.results import (
     check_results,
     check_specs,
@@ -171,6 +172,12 @@ def source_sensor(source: SourceDeclaration, settings: SensorSettings) -> dg.Sen
     """The Kafka lag sensor launching the source's bronze stream."""
     topics = [source.topic] if source.topic else []
     return kafka_lag_sensor(source.name, settings, topics, pattern=source.topic_pattern)
+
+
+def source_freshness_check(source: SourceDeclaration) -> dg.AssetChecksDefinition:
+    """The freshness of the source's bronze table against its topics (reported by its sensor)."""
+    topics = [source.topic] if source.topic else []
+    return kafka_freshness_check(source.name, topics, pattern=source.topic_pattern)
 
 
 def source_tables(source: SourceDeclaration) -> dict[str, list[str]]:

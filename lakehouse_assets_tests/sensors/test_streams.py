@@ -10,6 +10,7 @@ from typing import Any
 import dagster as dg
 
 from lakehouse_assets.bronze.assets import bronze_kafka_assets, bronze_landing_assets
+from lakehouse_assets.checks.freshness import kafka_waiting
 from lakehouse_assets.constants import (
     BRONZE,
     CHECKPOINTS_DIR,
@@ -21,7 +22,7 @@ from lakehouse_assets.constants import (
     stream_name,
 )
 from lakehouse_assets.devtools.broker import EmbeddedBroker
-from lakehouse_assets.sensors.streams import kafka_lag_sensor, landing_sensor, stream_lag
+from lakehouse_assets.sensors.streams import kafka_lag_sensor, landing_sensor
 from lakehouse_assets_tests.conftest import produce
 from resources import SensorSettings
 from resources.checkpoints import committed_offsets
@@ -143,5 +144,7 @@ def test_the_lag_of_a_topic_pattern_counts_every_matching_topic(
     produce(broker.bootstrap_servers, "prices.eu", [{"p": n} for n in range(3)])
     produce(broker.bootstrap_servers, "prices.us", [{"p": n} for n in range(2)])
     produce(broker.bootstrap_servers, "prices.eu.archive", [{"p": 0}])  # not a whole match
-    lag = stream_lag(resources["kafka"], resources["lake"], "prices", pattern=r"prices\.(eu|us)")
-    assert lag == {("prices.eu", 0): 3, ("prices.us", 0): 2}
+    waiting = kafka_waiting(
+        resources["kafka"], resources["lake"], "prices", pattern=r"prices\.(eu|us)"
+    )
+    assert (waiting.count, waiting.parts) == (5, {"prices.eu-0": 3, "prices.us-0": 2})
