@@ -9,6 +9,7 @@ from typing import Any
 import dagster as dg
 from pyspark.sql import SparkSession
 
+from lakehouse_assets.checks.reconciliation import READINGS_IN_WORKOUT_BPM, RECONCILED_WITH_BRONZE
 from lakehouse_assets.checks.rules import (
     PRIMARY_KEY_NOT_NULL,
     PRIMARY_KEY_UNIQUE,
@@ -114,3 +115,23 @@ def quarantine_rate_result(key: dg.AssetKey, rejected: int, read: int) -> dg.Ass
         severity=dg.AssetCheckSeverity.WARN,
         metadata={"rejected": rejected, "read": read, "rate": rate, "warn_above": limit},
     )
+
+
+RECONCILIATIONS = {
+    RECONCILED_WITH_BRONZE: "Every record a run reads from bronze is, after its writes, in this "
+    "table (by key; a key whose newest event is a delete excepted) or in the source's quarantine "
+    "(by coordinates and bytes).",
+    READINGS_IN_WORKOUT_BPM: "Every valid reading of a user's device inside a completed workout "
+    "of the user (computed afresh from all of completed_workouts, heart_rate and users) is in "
+    "this table.",
+}
+
+
+def reconciliation_spec(key: dg.AssetKey, name: str) -> dg.AssetCheckSpec:
+    """A blocking reconciliation check (``checks.reconciliation``) of the table of ``key``."""
+    return dg.AssetCheckSpec(name, asset=key, blocking=True, description=RECONCILIATIONS[name])
+
+
+def reconciliation_result(key: dg.AssetKey, outcome: Outcome) -> dg.AssetCheckResult:
+    """A reconciliation's outcome: the rows missing, and a sample of them with where."""
+    return _result(key, outcome)

@@ -15,12 +15,21 @@ from pydantic import Field
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from lakehouse_assets.checks.reconciliation import (
+    READINGS_IN_WORKOUT_BPM,
+    RECONCILED_WITH_BRONZE,
+    bronze_reconciliation,
+    workout_bpm_reconciliation,
+)
 from lakehouse_assets.checks.results import (
     check_results,
     quarantine_rate_result,
     quarantine_rate_spec,
+    reconciliation_result,
+    reconciliation_spec,
     table_check_specs,
 )
+from lakehouse_assets.checks.transforms import Outcome
 from lakehouse_assets.constants import (
     BRONZE,
     COMPLETED_WORKOUTS,
@@ -143,6 +152,20 @@ def _rebuild(lake: LakeResource, spec: ParsedTable, parsed: DataFrame, markers: 
     return count
 
 
+def _reconcile(
+    lake: LakeResource, spark: SparkSession, spec: ParsedTable, parsed: DataFrame
+) -> Outcome:
+    """Whether each of the run's bronze records (``parsed``) is now in silver or quarantine."""
+    accepted = _rows_to_merge(lake, spark, spec, parsed)
+    if spec.from_history:  # a key whose newest event is its delete has no row
+        accepted = accepted.where(~F.col("deleted"))
+    return bronze_reconciliation(
+        spec.table, accepted, lake.read(spark, SILVER, spec.table), spec.keys,
+        spec.quarantine(parsed), spec.quarantine_table,
+        lake.read(spark, SILVER, spec.quarantine_table),
+    )  # fmt: skip
+
+
 def parsed_table_asset(spec: ParsedTable) -> dg.AssetsDefinition:
     """The multi-asset writing ``silver.<table>`` and ``silver.<source>_quarantine``."""
     table_key = asset_key(SILVER, spec.table)
@@ -170,7 +193,11 @@ def parsed_table_asset(spec: ParsedTable) -> dg.AssetsDefinition:
                 "readable text (`raw_text`), reason, coordinates.",
             ),
         ],
-        check_specs=[*table_check_specs(SILVER, spec.table), quarantine_rate_spec(quarantine_key)],
+        check_specs=[
+            *table_check_specs(SILVER, spec.table),
+            reconciliation_spec(table_key, RECONCILED_WITH_BRONZE),
+            quarantine_rate_spec(quarantine_key),
+        ],
     )
     def _asset(
         config: SilverConfig, spark: SparkResource, lake: LakeResource
@@ -198,6 +225,7 @@ def parsed_table_asset(spec: ParsedTable) -> dg.AssetsDefinition:
                 delete_flag=delete_flag,
                 partition_by=layout(spec.table),
             )
+        reconciled = _reconcile(lake, session, spec, parsed)
         parsed.unpersist()
         yield dg.MaterializeResult(
             asset_key=table_key,
@@ -206,7 +234,10 @@ def parsed_table_asset(spec: ParsedTable) -> dg.AssetsDefinition:
                 "upstream_version": _of(markers),
                 **profile_after_write(lake, session, SILVER, spec.table),
             },
-            check_results=check_results(lake, session, SILVER, spec.table),
+            check_results=[
+                *check_results(lake, session, SILVER, spec.table),
+                reconciliation_result(table_key, reconciled),
+            ],
         )
         yield dg.MaterializeResult(
             asset_key=quarantine_key,
@@ -283,7 +314,10 @@ def completed_workouts(
 @dg.asset(
     key=asset_key(SILVER, WORKOUT_BPM),
     deps=[asset_key(SILVER, t) for t in (COMPLETED_WORKOUTS, HEART_RATE, USERS)],
-    check_specs=table_check_specs(SILVER, WORKOUT_BPM),
+    check_specs=[
+        *table_check_specs(SILVER, WORKOUT_BPM),
+        reconciliation_spec(asset_key(SILVER, WORKOUT_BPM), READINGS_IN_WORKOUT_BPM),
+    ],
     **SILVER_ASSET,
 )
 def workout_bpm(
@@ -335,12 +369,23 @@ def workout_bpm(
             partition_by=layout(WORKOUT_BPM),
             replace=("user_id", movers) if movers and consumed is not None else None,
         )  # fmt: skip
+    expected = transforms.workout_bpm(
+        lake.read(session, SILVER, COMPLETED_WORKOUTS),
+        lake.read(session, SILVER, HEART_RATE),
+        lake.read(session, SILVER, USERS),
+    )
+    reconciled = workout_bpm_reconciliation(
+        expected, lake.read(session, SILVER, WORKOUT_BPM), [*transforms.WORKOUT_KEYS, "time"]
+    )
     return dg.MaterializeResult(
         metadata={
             **lake.table_metadata(SILVER, WORKOUT_BPM),
             **profile_after_write(lake, session, SILVER, WORKOUT_BPM),
         },
-        check_results=check_results(lake, session, SILVER, WORKOUT_BPM),
+        check_results=[
+            *check_results(lake, session, SILVER, WORKOUT_BPM),
+            reconciliation_result(asset_key(SILVER, WORKOUT_BPM), reconciled),
+        ],
     )
 
 

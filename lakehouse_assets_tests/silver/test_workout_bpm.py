@@ -12,6 +12,7 @@ import pyarrow as pa
 import pytest
 from pyspark.sql import SparkSession
 
+from lakehouse_assets.checks.reconciliation import READINGS_IN_WORKOUT_BPM
 from lakehouse_assets.constants import COMPLETED_WORKOUTS, DATE, HEART_RATE, SILVER, USERS
 from lakehouse_assets.constants import WORKOUT_BPM as TABLE
 from lakehouse_assets.silver.assets import workout_bpm
@@ -118,3 +119,25 @@ def test_late_readings_a_late_workout_a_re_registration_and_a_new_device(
     register(lake, 3003, at(JAN_3, "10:00"))  # a device with no readings in the workouts
     dg.materialize([workout_bpm], resources=env)
     assert bpm(lake, spark) == []
+
+
+def test_a_reading_missing_from_workout_bpm_fails_its_reconciliation(
+    env: dict[str, Any], spark: SparkSession
+) -> None:
+    lake: LakeResource = env["lake"]
+    register(lake, 1001, at(JAN_1, "08:00"))
+    complete(lake, 1, at(JAN_1, "23:00"), at(JAN_2, "01:00"))
+    read(lake, [(1001, at(JAN_1, "23:30"), 90.0), (1001, at(JAN_2, "00:30"), 100.0)])
+    ran = dg.materialize([workout_bpm], resources=env)
+    [reconciled] = [e for e in ran.get_asset_check_evaluations()
+                    if e.check_name == READINGS_IN_WORKOUT_BPM]  # fmt: skip
+    assert reconciled.passed
+
+    # A row lost from the incrementally kept table: the next run (nothing new upstream, so it
+    # writes nothing) finds the reading missing, and the check blocks what is downstream.
+    lake.table(SILVER, TABLE).delete("heartrate = 100.0")
+    ran = dg.materialize([workout_bpm], resources=env, raise_on_error=False)
+    [reconciled] = [e for e in ran.get_asset_check_evaluations()
+                    if e.check_name == READINGS_IN_WORKOUT_BPM]  # fmt: skip
+    assert not reconciled.passed and reconciled.metadata["offending_rows"].value == 1
+    assert "workout_bpm" in reconciled.metadata["sample"].value
