@@ -7,6 +7,7 @@ With LAKEHOUSE_UI_SCREENSHOT=<path> the test also saves the graph as a PNG (the 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -14,15 +15,28 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import dagster as dg
 import pytest
 import yaml
 from playwright.sync_api import Locator, Page, expect, sync_playwright
 
+from lakehouse_assets.constants import SILVER, WORKOUT_BPM, asset_key
 from lakehouse_assets.definitions import defs
 from lakehouse_assets.devtools.broker import free_port
+from lakehouse_assets.profiling.store import ENV_PROFILE
+from lakehouse_assets.silver.assets import silver_assets
+from lakehouse_assets_tests.silver.test_workout_bpm import (
+    JAN_1,
+    JAN_2,
+    at,
+    complete,
+    read,
+    register,
+)
+from resources import ENV_SPARK_REMOTE, build_resources
 
 REPO_ROOT = Path(__file__).parents[1]
 # Without the background-networking switches Chromium keeps dialling Google on a closed network.
@@ -33,9 +47,10 @@ CHROMIUM_ARGS = [
 ELLIPSIS = "…"
 
 
-@pytest.fixture
-def dagster_ui(tmp_path: Path) -> Iterator[str]:
-    """`dagster dev` on a free port with a fresh instance; yields the UI's address.
+@contextlib.contextmanager
+def dagster_dev(tmp_path: Path, prepare: Callable[[Path], None] | None = None) -> Iterator[str]:
+    """`dagster dev` on a free port with a fresh instance (``prepare(home)`` may fill it
+    first); yields the UI's address.
 
     The instance is the project's `dagster.yaml` with a run queue that starts nothing: the daemon
     runs and the sensors request runs as usual, but no run executes while the test looks. Its
@@ -47,6 +62,8 @@ def dagster_ui(tmp_path: Path) -> Iterator[str]:
     instance["concurrency"]["runs"]["max_concurrent_runs"] = 0
     instance["nux"] = {"enabled": False}
     (home / "dagster.yaml").write_text(yaml.safe_dump(instance))
+    if prepare is not None:
+        prepare(home)
     port = free_port()
     env = {**os.environ, "DAGSTER_HOME": str(home), "LAKEHOUSE_ROOT": str(tmp_path / "lake")}
     dagster = Path(sys.executable).parent / "dagster"
@@ -66,6 +83,12 @@ def dagster_ui(tmp_path: Path) -> Iterator[str]:
         # the webserver, the daemon and the code servers, and nothing else.
         os.killpg(server.pid, 9)
         server.wait()
+
+
+@pytest.fixture
+def dagster_ui(tmp_path: Path) -> Iterator[str]:
+    with dagster_dev(tmp_path) as url:
+        yield url
 
 
 def wait_until_serving(url: str, server: subprocess.Popen[bytes], log_path: Path) -> None:
@@ -171,3 +194,45 @@ def test_a_label_shows_a_name_whole_or_middle_truncated() -> None:
     assert not shows("gym_lo…_quarantine", "gym_logs")
     assert not shows("workou…_summary", "workout_bpm")
     assert shows("workou…_summary", "workout_bpm_summary")
+
+
+def materialize_profiled_workout_bpm(home: Path, lake_root: Path, spark_remote: str | None) -> None:
+    """A real run of ``silver/workout_bpm`` in the instance at ``home``, its profile on: one
+    workout of user 1 (device 1001) with readings of 90 and 100 bpm inside it."""
+    environ = {"LAKEHOUSE_ROOT": str(lake_root)}
+    if spark_remote:
+        environ[ENV_SPARK_REMOTE] = spark_remote
+    resources = build_resources(environ)
+    lake = resources["lake"]
+    register(lake, 1001, at(JAN_1, "08:00"))
+    complete(lake, 1, at(JAN_1, "23:00"), at(JAN_2, "01:00"))
+    read(lake, [(1001, at(JAN_1, "23:30"), 90.0), (1001, at(JAN_2, "00:30"), 100.0)])
+    instance = dg.DagsterInstance.from_config(str(home))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(ENV_PROFILE, "materialization")
+        [asset] = [a for a in silver_assets if asset_key(SILVER, WORKOUT_BPM) in a.keys]
+        assert dg.materialize([asset], resources=resources, instance=instance).success
+
+
+def test_an_asset_page_shows_the_profile_of_its_table(
+    tmp_path: Path, spark_remote: str | None
+) -> None:
+    def prepare(home: Path) -> None:
+        materialize_profiled_workout_bpm(home, tmp_path / "lake", spark_remote)
+
+    chromium = shutil.which("chromium")
+    with dagster_dev(tmp_path, prepare) as url, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1200})
+            page.add_locator_handler(page.get_by_role("dialog"), dismiss_dialog)
+            page.goto(f"{url}/assets/silver/workout_bpm", wait_until="networkidle")
+            # The heart rate's row of the per-column table in the latest materialization's
+            # metadata. Two readings, 90 and 100 bpm: type, count, missing, density, distinct,
+            # min, max, mean; the top values tie and are listed by value.
+            stats = r"^heartrate double 2 0 1 2 90\.0 100\.0 95 "
+            heartrate = page.get_by_role("row", name=re.compile(stats))
+            expect(heartrate).to_contain_text("'90.0' (1), '100.0' (1)", timeout=30_000)
+            expect(page.get_by_text("2 rows,", exact=False).first).to_be_visible()
+        finally:
+            browser.close()
