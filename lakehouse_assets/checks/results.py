@@ -4,6 +4,7 @@ run, and in the automation through ``all_deps_blocking_checks_passed``)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import dagster as dg
@@ -135,3 +136,47 @@ def reconciliation_spec(key: dg.AssetKey, name: str) -> dg.AssetCheckSpec:
 def reconciliation_result(key: dg.AssetKey, outcome: Outcome) -> dg.AssetCheckResult:
     """A reconciliation's outcome: the rows missing, and a sample of them with where."""
     return _result(key, outcome)
+
+
+def failed_upstream_checks(
+    instance: dg.DagsterInstance, upstream: Iterable[dg.AssetKey]
+) -> list[str]:
+    """The blocking checks that failed on the latest write of each ``upstream`` asset, as
+    ``<asset>:<check>`` (the checks are evaluated in the run that writes the table)."""
+    failed: list[str] = []
+    for key in upstream:
+        latest = instance.get_latest_materialization_event(key)
+        if latest is None:
+            continue
+        events = instance.all_logs(
+            latest.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION
+        )
+        for entry in events:
+            evaluation = entry.dagster_event.event_specific_data if entry.dagster_event else None
+            if (
+                isinstance(evaluation, dg.AssetCheckEvaluation)
+                and evaluation.asset_key == key
+                and evaluation.blocking
+                and not evaluation.passed
+            ):
+                failed.append(f"{key.to_user_string()}:{evaluation.check_name}")
+    return sorted(failed)
+
+
+def require_upstream_checks_passed(context: dg.AssetExecutionContext) -> None:
+    """Refuse to compute an asset whose direct upstream tables failed a blocking check on their
+    latest write (as the automation does with ``all_deps_blocking_checks_passed``), so that
+    manual runs and backfills respect the checks too.
+
+    Raises:
+        dg.Failure: naming each failed check; its table must be written again and pass.
+    """
+    upstream = set(context.assets_def.dependency_keys) - set(context.assets_def.keys)
+    failed = failed_upstream_checks(context.instance, sorted(upstream, key=str))
+    if failed:
+        raise dg.Failure(
+            description=f"Blocking checks failed upstream: {', '.join(failed)}. Write those "
+            "tables again once their data (or rule) is fixed: this asset runs when their "
+            "checks pass.",
+            metadata={"failed_checks": dg.MetadataValue.json(failed)},
+        )

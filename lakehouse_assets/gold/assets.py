@@ -7,7 +7,11 @@ import dagster as dg
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from lakehouse_assets.checks.results import check_results, table_check_specs
+from lakehouse_assets.checks.results import (
+    check_results,
+    require_upstream_checks_passed,
+    table_check_specs,
+)
 from lakehouse_assets.constants import (
     COMPLETED_WORKOUTS,
     DATE,
@@ -80,6 +84,7 @@ def workout_bpm_summary(
     context: dg.AssetExecutionContext, spark: SparkResource, lake: LakeResource
 ) -> dg.MaterializeResult:
     """Per completed workout with a valid reading: user, day, bpm min/avg/max, profile bins."""
+    require_upstream_checks_passed(context)
     session = spark.get_session()
     first, last = _days(context)
     readings = _silver_days(lake, session, WORKOUT_BPM, first, last)
@@ -102,6 +107,7 @@ def gym_summary(
     context: dg.AssetExecutionContext, spark: SparkResource, lake: LakeResource
 ) -> dg.MaterializeResult:
     """Per gym, mac address and day: minutes in the gym and minutes exercising there."""
+    require_upstream_checks_passed(context)
     session = spark.get_session()
     first, last = _days(context)
     visits = _silver_days(lake, session, GYM_LOGS, first, last).cache()
