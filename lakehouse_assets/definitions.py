@@ -18,7 +18,8 @@ from lakehouse_assets.constants import (
 )
 from lakehouse_assets.gold.assets import gold_assets
 from lakehouse_assets.partitions import daily_partitions
-from lakehouse_assets.schedules.maintenance import maintenance_definitions
+from lakehouse_assets.schedules.maintenance import LAYER_TABLES, maintenance_definitions
+from lakehouse_assets.schedules.profiles import profile_job, profile_schedule
 from lakehouse_assets.sensors.streams import SETTINGS, stream_sensors
 from lakehouse_assets.silver.assets import silver_assets
 from lakehouse_assets.sources.assets import (
@@ -49,6 +50,9 @@ def lakehouse_definitions(sources: Sequence[SourceDeclaration] = ()) -> dg.Defin
         for layer, tables in source_tables(source).items():
             extra_tables.setdefault(layer, []).extend(tables)
     maintenance_jobs, maintenance_schedules = maintenance_definitions(extra_tables)
+    profiles = profile_job(
+        {layer: [*tables, *extra_tables.get(layer, ())] for layer, tables in LAYER_TABLES.items()}
+    )
     # Bronze and silver are not partitioned: one run brings them up to date.
     refresh_job = dg.define_asset_job(
         "refresh_bronze_and_silver", dg.AssetSelection.groups(BRONZE, SILVER)
@@ -81,8 +85,8 @@ def lakehouse_definitions(sources: Sequence[SourceDeclaration] = ()) -> dg.Defin
             *fitness_freshness_checks,
             *[source_freshness_check(source) for source in sources],
         ],
-        jobs=[refresh_job, gold_job, rebuild_job, *maintenance_jobs.values()],
-        schedules=maintenance_schedules,
+        jobs=[refresh_job, gold_job, rebuild_job, *maintenance_jobs.values(), profiles],
+        schedules=[*maintenance_schedules, profile_schedule(profiles)],
         sensors=[
             *stream_sensors,
             *[source_sensor(source, SETTINGS) for source in sources],

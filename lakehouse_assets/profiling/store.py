@@ -1,7 +1,7 @@
 """Taking a table's profile: computed from its current snapshot, appended to the Delta table
 ``<root>/profiles/<layer>__<table>`` (one row per column per profile, so drift can be queried),
-and returned as Dagster metadata. After every write of a silver or gold table unless
-``LAKEHOUSE_PROFILE=off``."""
+and returned as Dagster metadata. After every write of a silver or gold table, and nightly for
+bronze (``schedules/profiles.py``), as ``LAKEHOUSE_PROFILE`` says."""
 
 from __future__ import annotations
 
@@ -18,12 +18,13 @@ from lakehouse_assets.profiling.transforms import profile
 from resources import LakeResource
 
 ENV_PROFILE = "LAKEHOUSE_PROFILE"
-PROFILE_MODES = ("materialization", "off")
+PROFILE_MODES = ("materialization", "schedule", "off")
 PROFILES = "profiles"  # the profiles' folder under the lake root
 
 
 def profile_mode(environ: Mapping[str, str] | None = None) -> str:
-    """When tables are profiled: ``materialization`` (after each write, the default) or ``off``."""
+    """When tables are profiled: ``materialization`` (silver and gold after each write, bronze
+    nightly: the default), ``schedule`` (every table nightly) or ``off``."""
     mode = (os.environ if environ is None else environ).get(ENV_PROFILE) or PROFILE_MODES[0]
     if mode not in PROFILE_MODES:
         raise ValueError(f"{ENV_PROFILE} must be one of {', '.join(PROFILE_MODES)}, got {mode!r}")
@@ -59,6 +60,6 @@ def profile_after_write(
 ) -> dict[str, dg.MetadataValue]:
     """The profile's metadata for the materialization that just wrote the table (none when
     profiling is off or the table does not exist)."""
-    if profile_mode() == "off" or not lake.exists(layer, table):
+    if profile_mode() != "materialization" or not lake.exists(layer, table):
         return {}
     return profile_metadata(take_profile(lake, spark, layer, table))

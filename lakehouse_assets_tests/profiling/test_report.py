@@ -78,5 +78,7 @@ def test_profiling_can_be_switched_off(spark: SparkSession, tmp_path: Path) -> N
         patch.setenv(ENV_PROFILE, "off")
         assert profile_after_write(lake, spark, "gold", "sample") == {}
     assert not lake.exists("profiles", "gold__sample")
-    with pytest.raises(ValueError, match="LAKEHOUSE_PROFILE must be one of materialization, off"):
+    with pytest.raises(
+        ValueError, match="LAKEHOUSE_PROFILE must be one of materialization, schedule, off"
+    ):
         profile_mode({ENV_PROFILE: "always"})

@@ -37,5 +37,6 @@ def test_every_maintenance_schedule_names_its_timezone() -> None:
         "maintain_bronze",
         "maintain_silver",
         "maintain_gold",
+        "profile_tables",
     }
     assert all(s.execution_timezone == "UTC" for s in schedules)
