@@ -75,6 +75,15 @@ def resources(
     return build_resources(env)
 
 
+@pytest.fixture
+def env(lake_root: Path, spark_remote: str | None) -> dict[str, Any]:
+    """The resources of a lake in ``lake_root`` on the session's Spark, without a broker."""
+    environ = {"LAKEHOUSE_ROOT": str(lake_root)}
+    if spark_remote:
+        environ[ENV_SPARK_REMOTE] = spark_remote
+    return build_resources(environ)
+
+
 def produce(
     bootstrap_servers: str,
     topic: str,

@@ -14,6 +14,12 @@ from lakehouse_assets.sources.assets import source_tables
 from lakehouse_assets.sources.declarations import ENV_SOURCES_DIR, load_declarations
 
 
+def test_the_definitions_load_as_a_code_location_does() -> None:
+    # Building the repository checks what importing the module does not (unique op and job
+    # names, resources for every asset and check, schedules' jobs): `dagster dev` fails on it.
+    dg.Definitions.validate_loadable(defs)
+
+
 def test_bronze_assets_have_layer_keys_groups_and_kinds() -> None:
     specs = {spec.key: spec for spec in defs.resolve_all_asset_specs()}
     for topic in ("user_info", "workout", "bpm"):

@@ -17,6 +17,7 @@ import time
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 import pytest
@@ -36,7 +37,6 @@ from lakehouse_assets_tests.silver.test_workout_bpm import (
     read,
     register,
 )
-from resources import ENV_SPARK_REMOTE, build_resources
 
 REPO_ROOT = Path(__file__).parents[1]
 # Without the background-networking switches Chromium keeps dialling Google on a closed network.
@@ -196,14 +196,10 @@ def test_a_label_shows_a_name_whole_or_middle_truncated() -> None:
     assert shows("workou…_summary", "workout_bpm_summary")
 
 
-def materialize_profiled_workout_bpm(home: Path, lake_root: Path, spark_remote: str | None) -> None:
+def materialize_profiled_workout_bpm(home: Path, env: dict[str, Any]) -> None:
     """A real run of ``silver/workout_bpm`` in the instance at ``home``, its profile on: one
     workout of user 1 (device 1001) with readings of 90 and 100 bpm inside it."""
-    environ = {"LAKEHOUSE_ROOT": str(lake_root)}
-    if spark_remote:
-        environ[ENV_SPARK_REMOTE] = spark_remote
-    resources = build_resources(environ)
-    lake = resources["lake"]
+    lake = env["lake"]
     register(lake, 1001, at(JAN_1, "08:00"))
     complete(lake, 1, at(JAN_1, "23:00"), at(JAN_2, "01:00"))
     read(lake, [(1001, at(JAN_1, "23:30"), 90.0), (1001, at(JAN_2, "00:30"), 100.0)])
@@ -211,14 +207,12 @@ def materialize_profiled_workout_bpm(home: Path, lake_root: Path, spark_remote: 
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(ENV_PROFILE, "materialization")
         [asset] = [a for a in silver_assets if asset_key(SILVER, WORKOUT_BPM) in a.keys]
-        assert dg.materialize([asset], resources=resources, instance=instance).success
+        assert dg.materialize([asset], resources=env, instance=instance).success
 
 
-def test_an_asset_page_shows_the_profile_of_its_table(
-    tmp_path: Path, spark_remote: str | None
-) -> None:
-    def prepare(home: Path) -> None:
-        materialize_profiled_workout_bpm(home, tmp_path / "lake", spark_remote)
+def test_an_asset_page_shows_the_profile_of_its_table(tmp_path: Path, env: dict[str, Any]) -> None:
+    def prepare(home: Path) -> None:  # the UI's lake is env's: tmp_path / "lake"
+        materialize_profiled_workout_bpm(home, env)
 
     chromium = shutil.which("chromium")
     with dagster_dev(tmp_path, prepare) as url, sync_playwright() as playwright:

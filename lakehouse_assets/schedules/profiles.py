@@ -22,7 +22,7 @@ def profile_job(tables: Mapping[str, Sequence[str]]) -> dg.JobDefinition:
     """The job profiling every existing table of ``tables`` (layer -> tables) that the
     profile mode leaves to the schedule."""
 
-    @dg.op(name="profile_tables")
+    @dg.op(name="profile_each_table")
     def profile_tables(
         context: dg.OpExecutionContext, spark: SparkResource, lake: LakeResource
     ) -> None:

@@ -3,12 +3,10 @@ failed, as the automation does; it runs again once the table is written anew and
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import dagster as dg
 import pyarrow as pa
-import pytest
 from pyspark.sql import SparkSession
 
 from lakehouse_assets.constants import (
@@ -28,17 +26,9 @@ from lakehouse_assets_tests.silver.test_workout_bpm import (
     read,
     register,
 )
-from resources import ENV_SPARK_REMOTE, LakeResource, build_resources
+from resources import LakeResource
 
 GOLD_KEY = asset_key(GOLD, WORKOUT_BPM_SUMMARY)
-
-
-@pytest.fixture
-def env(tmp_path: Path, spark_remote: str | None) -> dict[str, Any]:
-    environ = {"LAKEHOUSE_ROOT": str(tmp_path / "lake")}
-    if spark_remote:
-        environ[ENV_SPARK_REMOTE] = spark_remote
-    return build_resources(environ)
 
 
 def run(instance: dg.DagsterInstance, env: dict[str, Any], key: dg.AssetKey, **kwargs: Any) -> Any:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import dagster as dg
@@ -15,17 +14,9 @@ from lakehouse_assets.definitions import defs
 from lakehouse_assets.profiling.store import ENV_PROFILE
 from lakehouse_assets.schedules.profiles import profile_job
 from lakehouse_assets_tests.profiling.test_transforms import table
-from resources import ENV_SPARK_REMOTE, LakeResource, build_resources
+from resources import LakeResource
 
 TABLES = {BRONZE: ["events", "missing"], SILVER: ["facts"]}
-
-
-@pytest.fixture
-def env(tmp_path: Path, spark_remote: str | None) -> dict[str, Any]:
-    environ = {"LAKEHOUSE_ROOT": str(tmp_path / "lake")}
-    if spark_remote:
-        environ[ENV_SPARK_REMOTE] = spark_remote
-    return build_resources(environ)
 
 
 def profiled(env: dict[str, Any], mode: str) -> dict[dg.AssetKey, dg.AssetObservation]:

@@ -4,19 +4,17 @@ an old workout, a re-registration, new devices. Expected rows follow docs/fitnes
 from __future__ import annotations
 
 from datetime import UTC, date, datetime
-from pathlib import Path
 from typing import Any
 
 import dagster as dg
 import pyarrow as pa
-import pytest
 from pyspark.sql import SparkSession
 
 from lakehouse_assets.checks.reconciliation import READINGS_IN_WORKOUT_BPM
 from lakehouse_assets.constants import COMPLETED_WORKOUTS, DATE, HEART_RATE, SILVER, USERS
 from lakehouse_assets.constants import WORKOUT_BPM as TABLE
 from lakehouse_assets.silver.assets import workout_bpm
-from resources import ENV_SPARK_REMOTE, LakeResource, build_resources
+from resources import LakeResource
 
 JAN_1, JAN_2, JAN_3 = date(2026, 1, 1), date(2026, 1, 2), date(2026, 1, 3)
 
@@ -64,14 +62,6 @@ def complete(lake: LakeResource, session: int, start: datetime, end: datetime) -
         SILVER, COMPLETED_WORKOUTS, pa.table({**workout, **times}), list(workout),
         partition_by=[DATE],
     )  # fmt: skip
-
-
-@pytest.fixture
-def env(tmp_path: Path, spark_remote: str | None) -> dict[str, Any]:
-    environ = {"LAKEHOUSE_ROOT": str(tmp_path / "lake")}
-    if spark_remote:
-        environ[ENV_SPARK_REMOTE] = spark_remote
-    return build_resources(environ)
 
 
 def test_late_readings_a_late_workout_a_re_registration_and_a_new_device(
