@@ -17,7 +17,6 @@ from lakehouse_assets.constants import (
     SILVER_TABLES,
 )
 from lakehouse_assets.gold.assets import gold_assets
-from lakehouse_assets.partitions import daily_partitions
 from lakehouse_assets.schedules.maintenance import LAYER_TABLES, maintenance_definitions
 from lakehouse_assets.schedules.profiles import profile_job, profile_schedule
 from lakehouse_assets.sensors.streams import SETTINGS, stream_sensors
@@ -57,10 +56,9 @@ def lakehouse_definitions(sources: Sequence[SourceDeclaration] = ()) -> dg.Defin
     refresh_job = dg.define_asset_job(
         "refresh_bronze_and_silver", dg.AssetSelection.groups(BRONZE, SILVER)
     )
-    # Gold is partitioned by day: one run per day, or one run for a range (single-run backfill).
-    gold_job = dg.define_asset_job(
-        "gold_reports", dg.AssetSelection.groups(GOLD), partitions_def=daily_partitions
-    )
+    # Gold is partitioned by day (the job takes its assets' partitions): one run per day, or one
+    # run for a range (single-run backfill).
+    gold_job = dg.define_asset_job("gold_reports", dg.AssetSelection.groups(GOLD))
     # Silver and gold follow bronze through their automation conditions; this sensor evaluates
     # them.
     automation_sensor = dg.AutomationConditionSensorDefinition(

@@ -96,3 +96,13 @@ def test_a_malformed_declaration_is_reported_and_the_others_still_load(tmp_path:
     assert done.stdout.split() == ["True", "False"]
     assert f"{tmp_path / 'bad.yaml'}:2 (field 'mode')" in done.stderr
     assert f"{tmp_path / 'bpm.yaml'}:1 (field 'name'): the name 'bpm' is taken" in done.stderr
+
+
+def test_loading_the_code_warns_of_nothing() -> None:
+    # Each process of `dagster dev` loads the code: a warning at load is repeated in the console
+    # by every one of them (issue 15 counted 24 of the backfill policy's beta warning).
+    script = "import lakehouse_assets.definitions"
+    done = subprocess.run(
+        [sys.executable, "-W", "error", "-c", script], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
