@@ -45,7 +45,7 @@ from resources import LakeResource, delta
 from resources.kafka_records import HEADERS_SQL_TYPE
 
 MIGRATE_COMMAND = "lakehouse migrate"
-# The silver table parsed from each landing source (see ``silver.assets.PARSED_TABLES``).
+# The silver table parsed from each landing source (see ``silver.parsed.PARSED_TABLES``).
 LANDING_SILVER = {LANDING_REGISTERED_USERS: USERS, LANDING_GYM_LOGINS: GYM_LOGS}
 
 

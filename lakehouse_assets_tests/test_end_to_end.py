@@ -18,7 +18,7 @@ from lakehouse_assets.constants import GOLD, GYM_SUMMARY, QUARANTINE_SUFFIX, SIL
 from lakehouse_assets.constants import WORKOUT_BPM_SUMMARY as BPM_SUMMARY
 from lakehouse_assets.definitions import all_assets, defs
 from lakehouse_assets.devtools.broker import EmbeddedBroker
-from lakehouse_assets.silver.assets import PARSED_TABLES
+from lakehouse_assets.silver.parsed import PARSED_TABLES
 from lakehouse_assets_tests import fitness_oracle as oracle
 from resources import CalendarResource, LakeResource
 

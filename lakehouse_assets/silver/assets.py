@@ -1,47 +1,23 @@
-"""Silver assets: each run reads only the upstream changes since its last run, exactly once.
-
-A silver table records, in the same Delta commit as its data, the upstream version it consumed
-(a transaction marker ``{"silver.<table><-<layer>.<upstream>": version}``). The next run reads
-the upstream change data feed after that version; a re-run after a crash reads the same changes
-again and the markers keep every table from taking them twice.
-"""
-
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from typing import Any
+"""Silver assets: the tables parsed from bronze (``parsed``) and the tables derived from other
+silver tables, each run reading only the upstream changes since its last (``incremental``)."""
 
 import dagster as dg
-from pydantic import Field
-from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lakehouse_assets.checks.reconciliation import (
     READINGS_IN_WORKOUT_BPM,
-    RECONCILED_WITH_BRONZE,
-    bronze_reconciliation,
     workout_bpm_reconciliation,
 )
 from lakehouse_assets.checks.results import (
     check_results,
-    quarantine_rate_result,
-    quarantine_rate_spec,
     reconciliation_result,
     reconciliation_spec,
     table_check_specs,
 )
-from lakehouse_assets.checks.transforms import Outcome
 from lakehouse_assets.constants import (
-    BRONZE,
     COMPLETED_WORKOUTS,
-    GYM_LOGS,
     HEART_RATE,
-    LANDING_GYM_LOGINS,
-    LANDING_REGISTERED_USERS,
-    QUARANTINE_SUFFIX,
     SILVER,
-    TOPIC_BPM,
-    TOPIC_USER_INFO,
-    TOPIC_WORKOUT,
     USER_BINS,
     USER_PROFILE,
     USERS,
@@ -50,226 +26,12 @@ from lakehouse_assets.constants import (
     asset_key,
     consumer_app_id,
 )
-from lakehouse_assets.migrations import require_current
-from lakehouse_assets.partitions import silver_automation
 from lakehouse_assets.profiling.store import profile_after_write
 from lakehouse_assets.silver import transforms
+from lakehouse_assets.silver.incremental import SILVER_ASSET, SilverConfig, read_changes
 from lakehouse_assets.silver.layout import dated, days_of, layout, read_days
-from lakehouse_assets.silver.validation import csv_quarantine, kafka_quarantine, valid
+from lakehouse_assets.silver.parsed import PARSED_TABLES, parsed_table_asset
 from resources import CalendarResource, LakeResource, SparkResource
-from resources.lake import Markers
-
-Transform = Callable[[DataFrame], DataFrame]
-SILVER_KINDS = {"spark", "delta"}
-SILVER_ASSET: dict[str, Any] = {
-    "group_name": SILVER,
-    "kinds": SILVER_KINDS,
-    "automation_condition": silver_automation,
-}
-
-
-class SilverConfig(dg.Config):
-    """Options of one run of a silver asset."""
-
-    full_refresh: bool = Field(
-        default=False,
-        description="Rebuild the table from all of its upstream, replacing it in one commit "
-        "(readers see the old table until then).",
-    )
-
-
-def read_changes(
-    lake: LakeResource,
-    spark: SparkSession,
-    table: str,
-    upstream: tuple[str, str],
-    everything: bool = False,
-) -> tuple[DataFrame, Markers, bool]:
-    """The changes of ``upstream`` that ``silver.<table>`` has not consumed yet (all its rows
-    when ``everything``), the marker to commit with them, and whether there are any (False: the
-    table is up to date)."""
-    app_id = consumer_app_id(table, upstream)
-    consumed = lake.committed_version(SILVER, table, app_id)
-    changes, version = lake.changes_since(spark, *upstream, None if everything else consumed)
-    return changes, {app_id: version}, version != consumed or everything
-
-
-@dataclass(frozen=True)
-class ParsedTable:
-    """A silver table parsed from one bronze source, with a quarantine table for rejects."""
-
-    table: str
-    source: str
-    parse: Transform
-    quarantine: Transform
-    shape: Transform
-    keys: tuple[str, ...]
-    update_when: str | None = None
-    # Recompute each changed key from all its valid source records (newest-wins with deletes).
-    from_history: bool = False
-
-    @property
-    def quarantine_table(self) -> str:
-        return f"{self.source}{QUARANTINE_SUFFIX}"
-
-
-def _write_quarantine(
-    lake: LakeResource, spec: ParsedTable, parsed: DataFrame, markers: Markers
-) -> int:
-    if lake.holds(SILVER, spec.quarantine_table, markers):
-        return 0
-    require_current(lake, SILVER, spec.quarantine_table)
-    rejected = spec.quarantine(parsed).cache()
-    count = rejected.count()
-    if count or not lake.exists(SILVER, spec.quarantine_table):
-        lake.append(SILVER, spec.quarantine_table, rejected, markers=markers)
-    rejected.unpersist()
-    return count
-
-
-def _rows_to_merge(
-    lake: LakeResource, spark: SparkSession, spec: ParsedTable, parsed: DataFrame
-) -> DataFrame:
-    accepted = valid(parsed)
-    if spec.from_history:
-        changed = accepted.select(*spec.keys).distinct()
-        history = valid(spec.parse(lake.read(spark, BRONZE, spec.source)))
-        accepted = history.join(changed, list(spec.keys), "left_semi")
-    return dated(spec.table, spec.shape(accepted))
-
-
-def _rebuild(lake: LakeResource, spec: ParsedTable, parsed: DataFrame, markers: Markers) -> int:
-    """Replace both tables with what all of bronze (``parsed``) makes of them, a commit each;
-    returns the rejects."""
-    rejected = spec.quarantine(parsed).cache()
-    lake.replace(SILVER, spec.quarantine_table, rejected, markers)
-    count = rejected.count()
-    rejected.unpersist()
-    rows = dated(spec.table, spec.shape(valid(parsed)))
-    if spec.from_history:  # the newest event of a deleted key is its delete: no row
-        rows = rows.where(~F.col("deleted")).drop("deleted")
-    lake.replace(SILVER, spec.table, rows, markers, layout(spec.table))
-    return count
-
-
-def _reconcile(
-    lake: LakeResource, spark: SparkSession, spec: ParsedTable, parsed: DataFrame
-) -> Outcome:
-    """Whether each of the run's bronze records (``parsed``) is now in silver or quarantine."""
-    accepted = _rows_to_merge(lake, spark, spec, parsed)
-    if spec.from_history:  # a key whose newest event is its delete has no row
-        accepted = accepted.where(~F.col("deleted"))
-    return bronze_reconciliation(
-        spec.table, accepted, lake.read(spark, SILVER, spec.table), spec.keys,
-        spec.quarantine(parsed), spec.quarantine_table,
-        lake.read(spark, SILVER, spec.quarantine_table),
-    )  # fmt: skip
-
-
-def parsed_table_asset(spec: ParsedTable) -> dg.AssetsDefinition:
-    """The multi-asset writing ``silver.<table>`` and ``silver.<source>_quarantine``."""
-    table_key = asset_key(SILVER, spec.table)
-    quarantine_key = asset_key(SILVER, spec.quarantine_table)
-    upstream = asset_key(BRONZE, spec.source)
-
-    @dg.multi_asset(
-        name=f"silver_{spec.table}",
-        specs=[
-            dg.AssetSpec(
-                table_key,
-                deps=[upstream],
-                group_name=SILVER,
-                kinds=SILVER_KINDS,
-                automation_condition=silver_automation,
-                description=spec.shape.__doc__,
-            ),
-            dg.AssetSpec(
-                quarantine_key,
-                deps=[upstream],
-                group_name=SILVER,
-                kinds=SILVER_KINDS,
-                automation_condition=silver_automation,
-                description=f"Rejected `{spec.source}` records: original bytes (`raw`) and their "
-                "readable text (`raw_text`), reason, coordinates.",
-            ),
-        ],
-        check_specs=[
-            *table_check_specs(SILVER, spec.table),
-            reconciliation_spec(table_key, RECONCILED_WITH_BRONZE),
-            quarantine_rate_spec(quarantine_key),
-        ],
-    )
-    def _asset(
-        config: SilverConfig, spark: SparkResource, lake: LakeResource
-    ) -> Iterator[dg.MaterializeResult]:
-        session = spark.get_session()
-        changes, markers, fresh = read_changes(
-            lake, session, spec.table, (BRONZE, spec.source), config.full_refresh
-        )
-        parsed = spec.parse(changes).cache()
-        read = parsed.count()
-        if config.full_refresh:
-            quarantined = _rebuild(lake, spec, parsed, markers)
-        else:
-            quarantined = _write_quarantine(lake, spec, parsed, markers)
-        if not config.full_refresh and (fresh or not lake.exists(SILVER, spec.table)):
-            rows = _rows_to_merge(lake, session, spec, parsed).toArrow()
-            delete_flag = "deleted" if spec.from_history else None
-            lake.merge(
-                SILVER,
-                spec.table,
-                rows,
-                spec.keys,
-                markers=markers,
-                update_when=spec.update_when,
-                delete_flag=delete_flag,
-                partition_by=layout(spec.table),
-            )
-        reconciled = _reconcile(lake, session, spec, parsed)
-        parsed.unpersist()
-        yield dg.MaterializeResult(
-            asset_key=table_key,
-            metadata={
-                **lake.table_metadata(SILVER, spec.table),
-                "upstream_version": _of(markers),
-                **profile_after_write(lake, session, SILVER, spec.table),
-            },
-            check_results=[
-                *check_results(lake, session, SILVER, spec.table),
-                reconciliation_result(table_key, reconciled),
-            ],
-        )
-        yield dg.MaterializeResult(
-            asset_key=quarantine_key,
-            metadata={
-                **lake.table_metadata(SILVER, spec.quarantine_table),
-                "new_rejects": quarantined,
-                **profile_after_write(lake, session, SILVER, spec.quarantine_table),
-            },
-            check_results=[quarantine_rate_result(quarantine_key, quarantined, read)],
-        )
-
-    return _asset
-
-
-def _of(markers: Markers) -> int:
-    return next(iter(markers.values()))
-
-
-PARSED_TABLES = (
-    ParsedTable(USERS, LANDING_REGISTERED_USERS, transforms.parse_registered_users, csv_quarantine,
-                transforms.users, ("user_id",),
-                update_when="source.registration_timestamp >= target.registration_timestamp"),
-    ParsedTable(GYM_LOGS, LANDING_GYM_LOGINS, transforms.parse_gym_logins, csv_quarantine,
-                transforms.gym_logs, ("mac_address", "gym", "login"),
-                update_when="source.logout > target.logout"),
-    ParsedTable(USER_PROFILE, TOPIC_USER_INFO, transforms.parse_user_info, kafka_quarantine,
-                transforms.latest_profiles, ("user_id",), from_history=True),
-    ParsedTable(HEART_RATE, TOPIC_BPM, transforms.parse_bpm, kafka_quarantine,
-                transforms.heart_rate, ("device_id", "time")),
-    ParsedTable(WORKOUTS, TOPIC_WORKOUT, transforms.parse_workout, kafka_quarantine,
-                transforms.workouts, ("user_id", "workout_id", "session_id", "action")),
-)  # fmt: skip
 
 
 @dg.asset(
