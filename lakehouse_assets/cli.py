@@ -23,7 +23,12 @@ from lakehouse_assets.devtools.spark_server import (
     SparkConnectServer,
     SparkServerError,
 )
-from resources import ENV_KAFKA_BOOTSTRAP_SERVERS, ENV_LAKEHOUSE_ROOT, ENV_SPARK_REMOTE
+from resources import (
+    ENV_AS_OF_DATE,
+    ENV_KAFKA_BOOTSTRAP_SERVERS,
+    ENV_LAKEHOUSE_ROOT,
+    ENV_SPARK_REMOTE,
+)
 
 if TYPE_CHECKING:
     import dagster as dg
@@ -215,12 +220,22 @@ def dev(port: int) -> None:
 
 
 def produce_sample(users: int, days: int) -> None:
-    """Produce the sample events into the configured Kafka."""
-    from lakehouse_assets import sample_data
+    """The sample sources for the documented `make dev` path: the events into the configured
+    Kafka and the landing files into the lake, over the ``days`` up to the as-of date (the days
+    gold's automation keeps up to date by itself)."""
+    from datetime import timedelta
 
+    from lakehouse_assets import sample_data
+    from resources import CalendarResource
+
+    last = CalendarResource(as_of_date=os.environ.get(ENV_AS_OF_DATE) or None).today()
+    sample = sample_data.generate(users, days, first_day=last - timedelta(days=days - 1))
+    root = Path(os.environ.get(ENV_LAKEHOUSE_ROOT, "lake"))
+    sample_data.write_landing(root, sample.files)
     servers = os.environ.get(ENV_KAFKA_BOOTSTRAP_SERVERS, f"127.0.0.1:{DEFAULT_BROKER_PORT}")
-    counts = sample_data.produce(servers, sample_data.generate(users, days).messages)
+    counts = sample_data.produce(servers, sample.messages)
     print(f"Produced into {servers}: {counts}")
+    print(f"Wrote {len(sample.files)} landing files under {root / 'landing'}")
 
 
 def spark_archive() -> None:
@@ -240,7 +255,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="lakehouse", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     run_demo = commands.add_parser("demo", help="sample data through the whole asset graph")
-    sample = commands.add_parser("produce-sample", help="produce sample events into Kafka")
+    sample = commands.add_parser(
+        "produce-sample", help="sample events into Kafka and landing files into the lake"
+    )
     for sub in (run_demo, sample):
         sub.add_argument("--users", type=int, default=20, help="number of users (default 20)")
         sub.add_argument("--days", type=int, default=2, help="number of days (default 2)")

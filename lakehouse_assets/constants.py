@@ -60,6 +60,16 @@ Z_ORDER: Final = {HEART_RATE: ("device_id", "time"), WORKOUT_BPM: ("user_id", "s
 CHECKPOINTS_DIR: Final = "_checkpoints"
 
 
+# Who answers for the fitness pipeline's tables (declared sources name their own owners).
+FITNESS_OWNERS: Final = ["team:fitness-data"]
+FITNESS: Final = "fitness"  # the source tag of the fitness pipeline's derived tables
+
+
+def asset_tags(layer: str, source: str) -> dict[str, str]:
+    """The tags of a table's asset: its layer and the source it comes from."""
+    return {"lakehouse/layer": layer, "lakehouse/source": source}
+
+
 def asset_key(layer: str, table: str) -> dg.AssetKey:
     """The asset key of a table: ``[layer, table]``."""
     return dg.AssetKey([layer, table])

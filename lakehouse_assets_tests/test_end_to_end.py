@@ -3,6 +3,7 @@ plain-Python oracle computes from the same events, after a second batch and afte
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -14,11 +15,20 @@ from pyspark.sql import SparkSession
 
 from lakehouse_assets import sample_data
 from lakehouse_assets.cli import materialize_graph
-from lakehouse_assets.constants import GOLD, GYM_SUMMARY, QUARANTINE_SUFFIX, SILVER
+from lakehouse_assets.constants import (
+    COMPLETED_WORKOUTS,
+    GOLD,
+    GYM_SUMMARY,
+    QUARANTINE_SUFFIX,
+    SILVER,
+    USER_BINS,
+    WORKOUT_BPM,
+)
 from lakehouse_assets.constants import WORKOUT_BPM_SUMMARY as BPM_SUMMARY
 from lakehouse_assets.definitions import all_assets, defs
 from lakehouse_assets.devtools.broker import EmbeddedBroker
 from lakehouse_assets.silver.parsed import PARSED_TABLES
+from lakehouse_assets.table_metadata import DESCRIPTIONS
 from lakehouse_assets_tests import fitness_oracle as oracle
 from resources import CalendarResource, LakeResource
 
@@ -91,8 +101,11 @@ def test_generated_events_reach_gold_exactly_as_computed_by_hand(
         sample_data.write_landing(lake_root, batch.files)
         sample_data.produce(broker.bootstrap_servers, batch.messages)
         produced.append(batch)
-        assert all(result.success for result in materialize_graph(resources))
+        results = materialize_graph(resources)
+        assert all(result.success for result in results)
         assert_gold_matches(spark, resources, produced)
+        assert_every_column_described(results)
+        assert_rows_per_gold_day(results, produced)
 
     silver_tables = [key.path[1] for key in defs.resolve_all_asset_keys() if key.path[0] == SILVER]
     silver_versions = {table: resources["lake"].version(SILVER, table) for table in silver_tables}
@@ -111,6 +124,55 @@ def test_generated_events_reach_gold_exactly_as_computed_by_hand(
     assert all(result.success for result in materialize_graph(resources))  # up to date
     assert_gold_matches(spark, resources, produced)
     assert {t: resources["lake"].version(SILVER, t) for t in silver_tables} == rebuilt
+
+
+def materializations(results: list[dg.ExecuteInProcessResult]) -> list[dg.AssetMaterialization]:
+    return [
+        event.materialization
+        for result in results
+        for event in result.get_asset_materialization_events()
+        if event.materialization
+    ]
+
+
+def assert_every_column_described(results: list[dg.ExecuteInProcessResult]) -> None:
+    """Each table's column schema names exactly the columns its layer describes, each with its
+    description and a type, and the tables computed from others carry their column lineage."""
+    seen = set()
+    for materialization in materializations(results):
+        layer, table = materialization.asset_key.path
+        schema = materialization.metadata["dagster/column_schema"].value
+        assert isinstance(schema, dg.TableSchema)
+        described = DESCRIPTIONS[layer][table]
+        assert {column.name for column in schema.columns} == set(described), table
+        for column in schema.columns:
+            assert column.description == described[column.name] and column.type
+        if layer == GOLD or table in (COMPLETED_WORKOUTS, WORKOUT_BPM, USER_BINS):
+            lineage = materialization.metadata["dagster/column_lineage"].value
+            assert isinstance(lineage, dg.TableColumnLineage)
+            assert set(lineage.deps_by_column) == set(described), table
+        seen.add(materialization.asset_key)
+    assert seen == set(defs.resolve_all_asset_keys())
+
+
+def assert_rows_per_gold_day(
+    results: list[dg.ExecuteInProcessResult], batches: list[sample_data.SampleData]
+) -> None:
+    """Each gold day's materialization counts that day's rows (the oracle's), not the range's."""
+    expected = {
+        BPM_SUMMARY: Counter(
+            str(row["date"]) for row in oracle.workout_bpm_summary(batches, AS_OF)
+        ),
+        GYM_SUMMARY: Counter(str(row["date"]) for row in oracle.gym_summary(batches)),
+    }
+    days = 0
+    for materialization in materializations(results):
+        layer, table = materialization.asset_key.path
+        if layer == GOLD:
+            count = materialization.metadata["dagster/partition_row_count"].value
+            assert count == expected[table][materialization.partition], materialization.partition
+            days += 1
+    assert days > 2  # both tables, a range of days
 
 
 def silver_ops() -> list[str]:

@@ -158,7 +158,8 @@ class LakeResource(dg.ConfigurableResource):
             "dagster/table_name": f"{layer}.{table}",
             "dagster/storage_kind": "delta",
             "table_uri": dg.MetadataValue.path(self.table_uri(layer, table)),
-            "delta_version": snapshot.version() if snapshot else None,
+            # An identifier, not a measure: text, so the UI does not chart it.
+            "delta_version": dg.MetadataValue.text(str(snapshot.version()) if snapshot else "none"),
         }
 
     # ----- data --------------------------------------------------------------------------------

@@ -15,13 +15,16 @@ from lakehouse_assets.bronze.transforms import (
 from lakehouse_assets.constants import (
     BRONZE,
     CHECKPOINTS_DIR,
+    FITNESS_OWNERS,
     KAFKA_TOPICS,
     LANDING_COLUMNS,
     LANDING_DIR,
     asset_key,
+    asset_tags,
     stream_name,
 )
 from lakehouse_assets.migrations import require_current
+from lakehouse_assets.table_metadata import code_references, table_metadata
 from resources import KafkaResource, LakeResource, SparkResource
 from resources.checkpoints import kafka_caught_up, landing_caught_up
 from resources.streaming import BatchTransform, DeltaBatchSink, StreamRun, run_available_now
@@ -66,7 +69,7 @@ def run_bronze_stream(
         f"skipped already-committed batches {run.batches_skipped}"
     )
     metadata = {
-        **lake.table_metadata(BRONZE, table),
+        **table_metadata(lake, BRONZE, table),
         "rows_written": run.rows_written,
         "batches_committed": len(run.batches_committed),
         "batches_skipped": dg.MetadataValue.json(run.batches_skipped),
@@ -92,6 +95,8 @@ def kafka_bronze_asset(
         kinds={"spark", "delta", "kafka"},
         pool=stream,
         owners=list(owners) or None,
+        tags=asset_tags(BRONZE, table),
+        metadata=code_references(transform=stamped_kafka_batch),
         description=(f"{description}\n\n" if description else "")
         + f"Records of the Kafka {origin} as delivered (key, value and headers as bytes, "
         "coordinates, timestamp), each exactly once, partitioned by the UTC date of the Kafka "
@@ -138,6 +143,9 @@ def landing_bronze_asset(source: str) -> dg.AssetsDefinition:
         group_name=BRONZE,
         kinds={"spark", "delta", "csv"},
         pool=stream,
+        owners=FITNESS_OWNERS,
+        tags=asset_tags(BRONZE, source),
+        metadata=code_references(transform=stamped_landing_batch),
         description=f"Lines of the CSV files dropped in `landing/{source}/` (columns "
         f"{', '.join(LANDING_COLUMNS[source])}, after a header line), each file exactly once, "
         "every line as the bytes the file holds, with the file name and load time.",
@@ -159,5 +167,7 @@ def landing_bronze_asset(source: str) -> dg.AssetsDefinition:
     return _asset
 
 
-bronze_kafka_assets = [kafka_bronze_asset(topic, [topic]) for topic in KAFKA_TOPICS]
+bronze_kafka_assets = [
+    kafka_bronze_asset(topic, [topic], owners=FITNESS_OWNERS) for topic in KAFKA_TOPICS
+]
 bronze_landing_assets = [landing_bronze_asset(source) for source in LANDING_COLUMNS]

@@ -180,3 +180,33 @@ def require_upstream_checks_passed(context: dg.AssetExecutionContext) -> None:
             "checks pass.",
             metadata={"failed_checks": dg.MetadataValue.json(failed)},
         )
+
+
+NOT_EMPTY = "not_empty"
+
+
+def not_empty_spec(key: dg.AssetKey) -> dg.AssetCheckSpec:
+    """The warning check that a table has rows once a table it reads from has rows."""
+    return dg.AssetCheckSpec(
+        NOT_EMPTY,
+        asset=key,
+        description="Warns when this table has no rows while a table it is computed from has "
+        "rows: every upstream record was rejected, filtered out or is outside the days "
+        "written.",
+    )
+
+
+def not_empty_result(
+    lake: LakeResource, key: dg.AssetKey, upstream: Iterable[dg.AssetKey]
+) -> dg.AssetCheckResult:
+    """Whether the table of ``key`` has rows, or every ``upstream`` table is empty too (row
+    counts from the Delta logs' file statistics: no data is read)."""
+    rows = lake.row_count(*key.path)
+    upstream_rows = {k.to_user_string(): lake.row_count(*k.path) for k in upstream}
+    return dg.AssetCheckResult(
+        asset_key=key,
+        check_name=NOT_EMPTY,
+        passed=rows > 0 or not any(upstream_rows.values()),
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata={"rows": rows, "upstream_rows": dg.MetadataValue.json(upstream_rows)},
+    )

@@ -2,7 +2,9 @@
 those days from silver and replaces their partitions, so a re-run changes nothing."""
 
 import warnings
+from collections.abc import Callable
 from datetime import date, timedelta
+from typing import Any
 
 import dagster as dg
 from pyspark.sql import DataFrame, SparkSession
@@ -10,12 +12,16 @@ from pyspark.sql import functions as F
 
 from lakehouse_assets.checks.results import (
     check_results,
+    not_empty_result,
+    not_empty_spec,
     require_upstream_checks_passed,
     table_check_specs,
 )
 from lakehouse_assets.constants import (
     COMPLETED_WORKOUTS,
     DATE,
+    FITNESS,
+    FITNESS_OWNERS,
     GOLD,
     GYM_LOGS,
     GYM_SUMMARY,
@@ -25,11 +31,13 @@ from lakehouse_assets.constants import (
     WORKOUT_BPM,
     WORKOUT_BPM_SUMMARY,
     asset_key,
+    asset_tags,
 )
 from lakehouse_assets.gold import transforms
 from lakehouse_assets.gold.transforms import GOLD_PARTITION
 from lakehouse_assets.partitions import daily_partitions, gold_automation
 from lakehouse_assets.profiling.store import profile_after_write
+from lakehouse_assets.table_metadata import code_references, table_metadata
 from resources import LakeResource, SparkResource
 
 GOLD_KINDS = {"spark", "delta"}
@@ -56,6 +64,7 @@ def _silver_days(
 
 
 def _replace_days(
+    context: dg.AssetExecutionContext,
     lake: LakeResource,
     spark: SparkSession,
     table: str,
@@ -63,29 +72,50 @@ def _replace_days(
     first: date,
     last: date,
 ) -> dg.MaterializeResult:
-    """Replace the partitions ``first..last`` of ``gold.<table>`` with ``rows``, and check it."""
+    """Replace the partitions ``first..last`` of ``gold.<table>`` with ``rows``, and check it.
+
+    Each day's materialization carries that day's row count."""
     days = [(GOLD_PARTITION, ">=", first.isoformat()), (GOLD_PARTITION, "<=", last.isoformat())]
     lake.replace_partitions(GOLD, table, rows, days, partition_by=[GOLD_PARTITION])
+    per_day = {r[0].isoformat(): r[1] for r in rows.groupBy(GOLD_PARTITION).count().collect()}
+    for day in context.partition_keys:
+        context.add_asset_metadata(
+            {"dagster/partition_row_count": per_day.get(day, 0)}, partition_key=day
+        )
+    key = asset_key(GOLD, table)
     return dg.MaterializeResult(
         metadata={
-            **lake.table_metadata(GOLD, table),
-            "dagster/partition_row_count": rows.count(),
+            **table_metadata(lake, GOLD, table),
             "days": f"{first.isoformat()}..{last.isoformat()}",
             **profile_after_write(lake, spark, GOLD, table),
         },
-        check_results=check_results(lake, spark, GOLD, table),
+        check_results=[
+            *check_results(lake, spark, GOLD, table),
+            not_empty_result(lake, key, context.assets_def.asset_deps[key]),
+        ],
     )
 
 
+def _gold_asset(table: str, transform: Callable[..., DataFrame]) -> dict[str, Any]:
+    """What both gold assets declare: daily partitions run as ranges, checks, owners, tags."""
+    key = asset_key(GOLD, table)
+    return {
+        "key": key,
+        "partitions_def": daily_partitions,
+        "backfill_policy": dg.BackfillPolicy.single_run(),
+        "group_name": GOLD,
+        "kinds": GOLD_KINDS,
+        "automation_condition": gold_automation,
+        "check_specs": [*table_check_specs(GOLD, table), not_empty_spec(key)],
+        "owners": FITNESS_OWNERS,
+        "tags": asset_tags(GOLD, FITNESS),
+        "metadata": code_references(transform=transform),
+    }
+
+
 @dg.asset(
-    key=asset_key(GOLD, WORKOUT_BPM_SUMMARY),
     deps=[asset_key(SILVER, WORKOUT_BPM), asset_key(SILVER, USER_BINS)],
-    partitions_def=daily_partitions,
-    backfill_policy=dg.BackfillPolicy.single_run(),
-    group_name=GOLD,
-    kinds=GOLD_KINDS,
-    automation_condition=gold_automation,
-    check_specs=table_check_specs(GOLD, WORKOUT_BPM_SUMMARY),
+    **_gold_asset(WORKOUT_BPM_SUMMARY, transforms.workout_bpm_summary),
 )
 def workout_bpm_summary(
     context: dg.AssetExecutionContext, spark: SparkResource, lake: LakeResource
@@ -97,18 +127,12 @@ def workout_bpm_summary(
     readings = _silver_days(lake, session, WORKOUT_BPM, first, last)
     bins = lake.read(session, SILVER, USER_BINS)
     rows = transforms.workout_bpm_summary(readings, bins).cache()
-    return _replace_days(lake, session, WORKOUT_BPM_SUMMARY, rows, first, last)
+    return _replace_days(context, lake, session, WORKOUT_BPM_SUMMARY, rows, first, last)
 
 
 @dg.asset(
-    key=asset_key(GOLD, GYM_SUMMARY),
     deps=[asset_key(SILVER, t) for t in (GYM_LOGS, COMPLETED_WORKOUTS, USERS)],
-    partitions_def=daily_partitions,
-    backfill_policy=dg.BackfillPolicy.single_run(),
-    group_name=GOLD,
-    kinds=GOLD_KINDS,
-    automation_condition=gold_automation,
-    check_specs=table_check_specs(GOLD, GYM_SUMMARY),
+    **_gold_asset(GYM_SUMMARY, transforms.gym_summary),
 )
 def gym_summary(
     context: dg.AssetExecutionContext, spark: SparkResource, lake: LakeResource
@@ -124,7 +148,7 @@ def gym_summary(
     completed = _silver_days(lake, session, COMPLETED_WORKOUTS, first, until)
     users = lake.read(session, SILVER, USERS)
     rows = transforms.gym_summary(visits, completed, users).cache()
-    return _replace_days(lake, session, GYM_SUMMARY, rows, first, last)
+    return _replace_days(context, lake, session, GYM_SUMMARY, rows, first, last)
 
 
 gold_assets = [workout_bpm_summary, gym_summary]

@@ -1,14 +1,23 @@
 """Sensors launching the bronze streams: Kafka lag (topic end offsets minus the offsets in the
 stream's checkpoint) and new landing-zone files (files in the folder the stream's checkpoint has
 not read). They decide only whether to launch; what was processed lives in the checkpoints.
+
+Every evaluation says why it launches or not, with the lag and the age of the oldest waiting
+record, in the tick's skip reason and its log.
 """
 
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import dagster as dg
 
-from lakehouse_assets.checks.freshness import freshness_evaluation, kafka_waiting, landing_waiting
+from lakehouse_assets.checks.freshness import (
+    Waiting,
+    freshness_evaluation,
+    kafka_waiting,
+    landing_waiting,
+)
 from lakehouse_assets.constants import BRONZE, KAFKA_TOPICS, LANDING_COLUMNS, asset_key, stream_name
 from resources import KafkaResource, LakeResource, SensorSettings, sensor_settings
 
@@ -19,12 +28,86 @@ IN_PROGRESS = [
     dg.DagsterRunStatus.STARTING,
     dg.DagsterRunStatus.STARTED,
 ]
+# Metadata keys of the lag observations, one chart each on the asset's Plots tab.
+LAG_RECORDS = "lag/records_waiting"
+LAG_OLDEST_S = "lag/oldest_waiting_seconds"
+LAG_BY_PARTITION = "lag/records_waiting_by_partition"
 
 
-def run_in_progress(instance: dg.DagsterInstance, key: dg.AssetKey) -> bool:
-    """Whether a queued or running run will materialize ``key``."""
+@dataclass(frozen=True)
+class Decision:
+    """Whether a sensor launches its stream, and why (the tick's skip reason or log line)."""
+
+    launch: bool
+    reason: str
+
+
+def runs_in_progress(instance: dg.DagsterInstance, key: dg.AssetKey) -> list[str]:
+    """The ids of the queued or running runs that will materialize ``key``."""
     records = instance.get_run_records(dg.RunsFilter(statuses=IN_PROGRESS))
-    return any(key in (record.dagster_run.asset_selection or ()) for record in records)
+    return [
+        record.dagster_run.run_id
+        for record in records
+        if key in (record.dagster_run.asset_selection or ())
+    ]
+
+
+def _backlog(waiting: Waiting, unit: str, now: float) -> str:
+    shown = ", ".join(f"{part}: {n}" for part, n in waiting.parts.items())
+    return (
+        f"{waiting.count} {unit} waiting ({shown or 'no partitions'}), the oldest for "
+        f"{waiting.age_s(now):.0f} s"
+    )
+
+
+def lag_decision(
+    stream: str,
+    waiting: Waiting,
+    settings: SensorSettings,
+    now: float,
+    busy: Sequence[str] = (),
+) -> Decision:
+    """Whether the Kafka stream ``stream`` should run now: when more records than the threshold
+    wait, or when the oldest waiting record (by its Kafka timestamp) has waited the max wait,
+    unless a run of the stream is already queued or running (``busy``: their run ids)."""
+    backlog = _backlog(waiting, "records", now)
+    if busy:
+        return Decision(
+            False, f"A run of {stream} is queued or in progress ({busy[0]}); {backlog}."
+        )
+    if not waiting.count:
+        return Decision(False, f"{stream} is caught up: {backlog}.")
+    if waiting.count > settings.lag_threshold:
+        return Decision(
+            True, f"{backlog}: above the threshold of {settings.lag_threshold}: launching {stream}."
+        )
+    left = settings.lag_max_wait_s - waiting.age_s(now)
+    if left <= 0:
+        return Decision(
+            True, f"{backlog}: the max wait of {settings.lag_max_wait_s} s is reached: launching "
+            f"{stream}.",
+        )  # fmt: skip
+    return Decision(
+        False,
+        f"{backlog}: within the threshold of {settings.lag_threshold} records; launching when "
+        f"the oldest has waited {settings.lag_max_wait_s} s (in {left:.0f} s) or more records "
+        "arrive.",
+    )
+
+
+def landing_decision(
+    stream: str, folder: str, waiting: Waiting, now: float, busy: Sequence[str] = ()
+) -> Decision:
+    """Whether the landing stream ``stream`` should run now: when ``folder`` holds files it has
+    not read and no run of it is queued or running (``busy``)."""
+    backlog = _backlog(waiting, "new files", now)
+    if busy:
+        return Decision(
+            False, f"A run of {stream} is queued or in progress ({busy[0]}); {backlog}."
+        )
+    if not waiting.count:
+        return Decision(False, f"No new files in {folder}: {stream} has read every file.")
+    return Decision(True, f"{backlog}: launching {stream}.")
 
 
 def _request(key: dg.AssetKey, stream: str) -> dg.RunRequest:
@@ -38,6 +121,32 @@ def _first_run(
     tables downstream, which wait for every upstream table, can follow."""
     context.log.info(f"{key.to_user_string()} does not exist yet: launching {stream}")
     return dg.SensorResult(run_requests=[_request(key, stream)])
+
+
+def _result(
+    context: dg.SensorEvaluationContext,
+    key: dg.AssetKey,
+    stream: str,
+    decision: Decision,
+    events: list[dg.AssetObservation | dg.AssetCheckEvaluation],
+) -> dg.SensorResult:
+    context.log.info(decision.reason)
+    if decision.launch:
+        return dg.SensorResult(run_requests=[_request(key, stream)], asset_events=events)
+    return dg.SensorResult(skip_reason=decision.reason, asset_events=events)
+
+
+def lag_observation(key: dg.AssetKey, waiting: Waiting, now: float) -> dg.AssetObservation:
+    """The lag of ``key``'s stream as an observation: records waiting and the oldest's age
+    (charted), and the records waiting per partition."""
+    return dg.AssetObservation(
+        asset_key=key,
+        metadata={
+            LAG_RECORDS: dg.MetadataValue.int(waiting.count),
+            LAG_OLDEST_S: dg.MetadataValue.float(round(waiting.age_s(now), 1)),
+            LAG_BY_PARTITION: dg.MetadataValue.json(dict(waiting.parts)),
+        },
+    )
 
 
 def kafka_lag_sensor(
@@ -61,30 +170,14 @@ def kafka_lag_sensor(
     )
     def _sensor(
         context: dg.SensorEvaluationContext, kafka: KafkaResource, lake: LakeResource
-    ) -> dg.SensorResult | dg.SkipReason:
-        if run_in_progress(context.instance, key):
-            return dg.SkipReason(f"A run of {stream} is queued or in progress.")
+    ) -> dg.SensorResult:
         if not lake.exists(BRONZE, table):
             return _first_run(context, key, stream)
-        waiting = kafka_waiting(kafka, lake, table, topics, pattern)
-        total = waiting.count
-        shown = ", ".join(f"{part}: {n}" for part, n in waiting.parts.items()) or "no partitions"
-        per_partition = {f"kafka_lag/{part}": n for part, n in waiting.parts.items()}
-        observed = dg.AssetObservation(
-            asset_key=key, metadata={"kafka_lag": total, **per_partition}
-        )
-        events = [observed, freshness_evaluation(key, waiting)]
-        waiting_since = float(context.cursor) if context.cursor and total else time.time()
-        due = total > settings.lag_threshold or (
-            total > 0 and time.time() - waiting_since >= settings.lag_max_wait_s
-        )
-        if not due:
-            cursor = str(waiting_since) if total else ""
-            return dg.SensorResult(
-                skip_reason=f"Lag {total} ({shown}).", asset_events=events, cursor=cursor
-            )
-        context.log.info(f"{stream} lags {total} records ({shown}): launching it")
-        return dg.SensorResult(run_requests=[_request(key, stream)], asset_events=events, cursor="")
+        now, waiting = time.time(), kafka_waiting(kafka, lake, table, topics, pattern)
+        busy = runs_in_progress(context.instance, key)
+        decision = lag_decision(stream, waiting, settings, now, busy)
+        events = [lag_observation(key, waiting, now), freshness_evaluation(key, waiting, now)]
+        return _result(context, key, stream, decision, events)
 
     return _sensor
 
@@ -100,21 +193,13 @@ def landing_sensor(source: str, settings: SensorSettings) -> dg.SensorDefinition
         default_status=dg.DefaultSensorStatus.RUNNING,
         description=f"Runs {stream} when new files arrive in landing/{source}/.",
     )
-    def _sensor(
-        context: dg.SensorEvaluationContext, lake: LakeResource
-    ) -> dg.SensorResult | dg.SkipReason:
-        if run_in_progress(context.instance, key):
-            return dg.SkipReason(f"A run of {stream} is queued or in progress.")
+    def _sensor(context: dg.SensorEvaluationContext, lake: LakeResource) -> dg.SensorResult:
         if not lake.exists(BRONZE, source):
             return _first_run(context, key, stream)
-        waiting = landing_waiting(lake, source)
-        events = [freshness_evaluation(key, waiting)]
-        if not waiting.count:
-            return dg.SensorResult(
-                skip_reason=f"No new files in landing/{source}/.", asset_events=events
-            )
-        context.log.info(f"{waiting.count} new files in landing/{source}/")
-        return dg.SensorResult(run_requests=[_request(key, stream)], asset_events=events)
+        now, waiting = time.time(), landing_waiting(lake, source)
+        busy = runs_in_progress(context.instance, key)
+        decision = landing_decision(stream, f"landing/{source}/", waiting, now, busy)
+        return _result(context, key, stream, decision, [freshness_evaluation(key, waiting, now)])
 
     return _sensor
 

@@ -10,6 +10,8 @@ from lakehouse_assets.checks.reconciliation import (
 )
 from lakehouse_assets.checks.results import (
     check_results,
+    not_empty_result,
+    not_empty_spec,
     reconciliation_result,
     reconciliation_spec,
     table_check_specs,
@@ -31,13 +33,20 @@ from lakehouse_assets.silver import transforms
 from lakehouse_assets.silver.incremental import SILVER_ASSET, SilverConfig, read_changes
 from lakehouse_assets.silver.layout import dated, days_of, layout, read_days
 from lakehouse_assets.silver.parsed import PARSED_TABLES, parsed_table_asset
+from lakehouse_assets.table_metadata import code_references, table_metadata
 from resources import CalendarResource, LakeResource, SparkResource
+
+WORKOUT_BPM_UPSTREAM = [asset_key(SILVER, t) for t in (COMPLETED_WORKOUTS, HEART_RATE, USERS)]
 
 
 @dg.asset(
     key=asset_key(SILVER, COMPLETED_WORKOUTS),
     deps=[asset_key(SILVER, WORKOUTS)],
-    check_specs=table_check_specs(SILVER, COMPLETED_WORKOUTS),
+    check_specs=[
+        *table_check_specs(SILVER, COMPLETED_WORKOUTS),
+        not_empty_spec(asset_key(SILVER, COMPLETED_WORKOUTS)),
+    ],
+    metadata=code_references(transform=transforms.completed_workouts),
     **SILVER_ASSET,
 )
 def completed_workouts(
@@ -66,20 +75,27 @@ def completed_workouts(
         )  # fmt: skip
     return dg.MaterializeResult(
         metadata={
-            **lake.table_metadata(SILVER, COMPLETED_WORKOUTS),
+            **table_metadata(lake, SILVER, COMPLETED_WORKOUTS),
             **profile_after_write(lake, session, SILVER, COMPLETED_WORKOUTS),
         },
-        check_results=check_results(lake, session, SILVER, COMPLETED_WORKOUTS),
+        check_results=[
+            *check_results(lake, session, SILVER, COMPLETED_WORKOUTS),
+            not_empty_result(
+                lake, asset_key(SILVER, COMPLETED_WORKOUTS), [asset_key(SILVER, WORKOUTS)]
+            ),
+        ],
     )
 
 
 @dg.asset(
     key=asset_key(SILVER, WORKOUT_BPM),
-    deps=[asset_key(SILVER, t) for t in (COMPLETED_WORKOUTS, HEART_RATE, USERS)],
+    deps=WORKOUT_BPM_UPSTREAM,
     check_specs=[
         *table_check_specs(SILVER, WORKOUT_BPM),
         reconciliation_spec(asset_key(SILVER, WORKOUT_BPM), READINGS_IN_WORKOUT_BPM),
+        not_empty_spec(asset_key(SILVER, WORKOUT_BPM)),
     ],
+    metadata=code_references(transform=transforms.workout_bpm),
     **SILVER_ASSET,
 )
 def workout_bpm(
@@ -141,12 +157,13 @@ def workout_bpm(
     )
     return dg.MaterializeResult(
         metadata={
-            **lake.table_metadata(SILVER, WORKOUT_BPM),
+            **table_metadata(lake, SILVER, WORKOUT_BPM),
             **profile_after_write(lake, session, SILVER, WORKOUT_BPM),
         },
         check_results=[
             *check_results(lake, session, SILVER, WORKOUT_BPM),
             reconciliation_result(asset_key(SILVER, WORKOUT_BPM), reconciled),
+            not_empty_result(lake, asset_key(SILVER, WORKOUT_BPM), WORKOUT_BPM_UPSTREAM),
         ],
     )
 
@@ -154,7 +171,11 @@ def workout_bpm(
 @dg.asset(
     key=asset_key(SILVER, USER_BINS),
     deps=[asset_key(SILVER, USER_PROFILE)],
-    check_specs=table_check_specs(SILVER, USER_BINS),
+    check_specs=[
+        *table_check_specs(SILVER, USER_BINS),
+        not_empty_spec(asset_key(SILVER, USER_BINS)),
+    ],
+    metadata=code_references(transform=transforms.user_bins),
     **SILVER_ASSET,
 )
 def user_bins(
@@ -172,11 +193,14 @@ def user_bins(
         lake.replace(SILVER, USER_BINS, rows, markers)
     return dg.MaterializeResult(
         metadata={
-            **lake.table_metadata(SILVER, USER_BINS),
+            **table_metadata(lake, SILVER, USER_BINS),
             "as_of_date": as_of.isoformat(),
             **profile_after_write(lake, session, SILVER, USER_BINS),
         },
-        check_results=check_results(lake, session, SILVER, USER_BINS),
+        check_results=[
+            *check_results(lake, session, SILVER, USER_BINS),
+            not_empty_result(lake, asset_key(SILVER, USER_BINS), [asset_key(SILVER, USER_PROFILE)]),
+        ],
     )
 
 

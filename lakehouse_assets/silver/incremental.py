@@ -14,7 +14,10 @@ from pydantic import Field
 from pyspark.sql import DataFrame, SparkSession
 
 from lakehouse_assets.constants import (
+    FITNESS,
+    FITNESS_OWNERS,
     SILVER,
+    asset_tags,
     consumer_app_id,
 )
 from lakehouse_assets.partitions import silver_automation
@@ -26,6 +29,8 @@ SILVER_ASSET: dict[str, Any] = {
     "group_name": SILVER,
     "kinds": SILVER_KINDS,
     "automation_condition": silver_automation,
+    "owners": FITNESS_OWNERS,
+    "tags": asset_tags(SILVER, FITNESS),
 }
 
 

@@ -15,6 +15,8 @@ from lakehouse_assets.checks.reconciliation import (
 )
 from lakehouse_assets.checks.results import (
     check_results,
+    not_empty_result,
+    not_empty_spec,
     quarantine_rate_result,
     quarantine_rate_spec,
     reconciliation_result,
@@ -24,6 +26,7 @@ from lakehouse_assets.checks.results import (
 from lakehouse_assets.checks.transforms import Outcome
 from lakehouse_assets.constants import (
     BRONZE,
+    FITNESS_OWNERS,
     GYM_LOGS,
     HEART_RATE,
     LANDING_GYM_LOGINS,
@@ -37,6 +40,7 @@ from lakehouse_assets.constants import (
     USERS,
     WORKOUTS,
     asset_key,
+    asset_tags,
 )
 from lakehouse_assets.migrations import require_current
 from lakehouse_assets.partitions import silver_automation
@@ -49,6 +53,7 @@ from lakehouse_assets.silver.incremental import (
 )
 from lakehouse_assets.silver.layout import dated, layout
 from lakehouse_assets.silver.validation import csv_quarantine, kafka_quarantine, valid
+from lakehouse_assets.table_metadata import code_references, table_metadata
 from resources import LakeResource, SparkResource
 from resources.lake import Markers
 
@@ -133,23 +138,27 @@ def parsed_table_asset(spec: ParsedTable) -> dg.AssetsDefinition:
     quarantine_key = asset_key(SILVER, spec.quarantine_table)
     upstream = asset_key(BRONZE, spec.source)
 
+    common = {
+        "deps": [upstream],
+        "group_name": SILVER,
+        "kinds": SILVER_KINDS,
+        "automation_condition": silver_automation,
+        "owners": FITNESS_OWNERS,
+        "tags": asset_tags(SILVER, spec.source),
+        "metadata": code_references(parse=spec.parse, shape=spec.shape),
+    }
+
     @dg.multi_asset(
         name=f"silver_{spec.table}",
         specs=[
             dg.AssetSpec(
                 table_key,
-                deps=[upstream],
-                group_name=SILVER,
-                kinds=SILVER_KINDS,
-                automation_condition=silver_automation,
                 description=spec.shape.__doc__,
+                **common,
             ),
             dg.AssetSpec(
                 quarantine_key,
-                deps=[upstream],
-                group_name=SILVER,
-                kinds=SILVER_KINDS,
-                automation_condition=silver_automation,
+                **common,
                 description=f"Rejected `{spec.source}` records: original bytes (`raw`) and their "
                 "readable text (`raw_text`), reason, coordinates.",
             ),
@@ -157,6 +166,7 @@ def parsed_table_asset(spec: ParsedTable) -> dg.AssetsDefinition:
         check_specs=[
             *table_check_specs(SILVER, spec.table),
             reconciliation_spec(table_key, RECONCILED_WITH_BRONZE),
+            not_empty_spec(table_key),
             quarantine_rate_spec(quarantine_key),
         ],
     )
@@ -191,19 +201,20 @@ def parsed_table_asset(spec: ParsedTable) -> dg.AssetsDefinition:
         yield dg.MaterializeResult(
             asset_key=table_key,
             metadata={
-                **lake.table_metadata(SILVER, spec.table),
-                "upstream_version": _of(markers),
+                **table_metadata(lake, SILVER, spec.table),
+                "upstream_version": dg.MetadataValue.text(str(_of(markers))),
                 **profile_after_write(lake, session, SILVER, spec.table),
             },
             check_results=[
                 *check_results(lake, session, SILVER, spec.table),
                 reconciliation_result(table_key, reconciled),
+                not_empty_result(lake, table_key, [upstream]),
             ],
         )
         yield dg.MaterializeResult(
             asset_key=quarantine_key,
             metadata={
-                **lake.table_metadata(SILVER, spec.quarantine_table),
+                **table_metadata(lake, SILVER, spec.quarantine_table),
                 "new_rejects": quarantined,
                 **profile_after_write(lake, session, SILVER, spec.quarantine_table),
             },

@@ -12,17 +12,22 @@ from lakehouse_assets.checks.freshness import kafka_freshness_check
 from lakehouse_assets.checks.results import (
     check_results,
     check_specs,
+    not_empty_result,
+    not_empty_spec,
     quarantine_rate_result,
     quarantine_rate_spec,
 )
 from lakehouse_assets.checks.rules import source_rules
-from lakehouse_assets.constants import BRONZE, SILVER, asset_key, consumer_app_id
+from lakehouse_assets.constants import BRONZE, SILVER, asset_key, asset_tags, consumer_app_id
 from lakehouse_assets.partitions import silver_automation
 from lakehouse_assets.profiling.store import profile_after_write
 from lakehouse_assets.sensors.streams import kafka_lag_sensor
+from lakehouse_assets.silver.columns import QUARANTINE
+from lakehouse_assets.sources.columns import ADDED, field_description
 from lakehouse_assets.sources.declarations import CDC_MODES, SourceDeclaration
 from lakehouse_assets.sources.refine import Refined, refine, reinfer_schema, schema_path
 from lakehouse_assets.sources.writes import deletes_table, quarantine_table
+from lakehouse_assets.table_metadata import code_references, table_metadata
 from resources import LakeResource, SensorSettings, SparkResource
 
 SILVER_KINDS = {"spark", "delta"}
@@ -77,7 +82,8 @@ def silver_asset(source: SourceDeclaration) -> dg.AssetsDefinition:
         "kinds": SILVER_KINDS,
         "automation_condition": silver_automation,
         "owners": list(source.owners) or None,
-        "tags": {"lakehouse/source": source.name, "lakehouse/mode": source.mode},
+        "tags": {**asset_tags(SILVER, source.name), "lakehouse/mode": source.mode},
+        "metadata": code_references(refine=refine),
     }
 
     specs = [
@@ -111,7 +117,11 @@ def silver_asset(source: SourceDeclaration) -> dg.AssetsDefinition:
     @dg.multi_asset(
         name=f"silver_{source.name}",
         specs=specs,
-        check_specs=[*check_specs(table_key, rules), quarantine_rate_spec(quarantine_key)],
+        check_specs=[
+            *check_specs(table_key, rules),
+            not_empty_spec(table_key),
+            quarantine_rate_spec(quarantine_key),
+        ],
     )
     def _asset(
         context: dg.AssetExecutionContext,
@@ -125,7 +135,7 @@ def silver_asset(source: SourceDeclaration) -> dg.AssetsDefinition:
         changes, version = lake.changes_since(
             session, BRONZE, source.name, None if config.full_refresh else consumed, True
         )
-        metadata: dict[str, Any] = {"upstream_version": version}
+        metadata: dict[str, Any] = {"upstream_version": dg.MetadataValue.text(str(version))}
         done = Refined()
         if config.reinfer_schema and lake.exists(BRONZE, source.name):
             reinfer_schema(lake, session, source)
@@ -137,16 +147,19 @@ def silver_asset(source: SourceDeclaration) -> dg.AssetsDefinition:
         yield dg.MaterializeResult(
             asset_key=table_key,
             metadata={
-                **lake.table_metadata(SILVER, source.name),
+                **table_metadata(lake, SILVER, source.name, ADDED, field_description(source)),
                 **metadata,
                 **profile_after_write(lake, session, SILVER, source.name),
             },
-            check_results=check_results(lake, session, SILVER, source.name, rules),
+            check_results=[
+                *check_results(lake, session, SILVER, source.name, rules),
+                not_empty_result(lake, table_key, [upstream]),
+            ],
         )
         yield dg.MaterializeResult(
             asset_key=quarantine_key,
             metadata={
-                **lake.table_metadata(SILVER, quarantine_table(source)),
+                **table_metadata(lake, SILVER, quarantine_table(source), QUARANTINE),
                 **profile_after_write(lake, session, SILVER, quarantine_table(source)),
             },
             check_results=[quarantine_rate_result(quarantine_key, done.rejected, done.read)],
@@ -155,7 +168,9 @@ def silver_asset(source: SourceDeclaration) -> dg.AssetsDefinition:
             yield dg.MaterializeResult(
                 asset_key=asset_key(SILVER, deletes_table(source)),
                 metadata={
-                    **lake.table_metadata(SILVER, deletes_table(source)),
+                    **table_metadata(
+                        lake, SILVER, deletes_table(source), ADDED, field_description(source)
+                    ),
                     **profile_after_write(lake, session, SILVER, deletes_table(source)),
                 },
             )

@@ -6,6 +6,7 @@ import time
 import uuid
 from pathlib import Path
 from typing import Any
+from unittest.mock import patch
 
 import dagster as dg
 
@@ -22,7 +23,12 @@ from lakehouse_assets.constants import (
     stream_name,
 )
 from lakehouse_assets.devtools.broker import EmbeddedBroker
-from lakehouse_assets.sensors.streams import kafka_lag_sensor, landing_sensor
+from lakehouse_assets.sensors.streams import (
+    LAG_BY_PARTITION,
+    LAG_RECORDS,
+    kafka_lag_sensor,
+    landing_sensor,
+)
 from lakehouse_assets_tests.conftest import produce
 from resources import SensorSettings
 from resources.checkpoints import committed_offsets
@@ -46,9 +52,16 @@ def requested(result: Any) -> list[dg.AssetKey]:
 
 
 def lag_seen(result: Any) -> dict[str, Any]:
+    """The lag the sensor observed: records waiting in all, and per partition."""
     observation = result.asset_events[0]
     assert isinstance(observation, dg.AssetObservation)
-    return {name: value.value for name, value in observation.metadata.items()}
+    metadata = observation.metadata
+    return {"total": metadata[LAG_RECORDS].value, **metadata[LAG_BY_PARTITION].value}
+
+
+def skip_reason(result: Any) -> str:
+    assert isinstance(result, dg.SensorResult) and result.skip_reason
+    return result.skip_reason.skip_message or ""
 
 
 def materialize(key: dg.AssetKey, resources: dict[str, Any]) -> None:
@@ -69,7 +82,7 @@ def test_kafka_lag_sensors_launch_exactly_the_lagging_stream(
     materialize(asset_key(BRONZE, TOPIC_BPM), resources)
 
     caught_up = evaluate(SENSORS[TOPIC_BPM], instance, resources)
-    assert requested(caught_up) == [] and lag_seen(caught_up)["kafka_lag"] == 0
+    assert requested(caught_up) == [] and lag_seen(caught_up)["total"] == 0
     assert requested(evaluate(SENSORS[TOPIC_WORKOUT], instance, resources)) == []
 
     produce(broker.bootstrap_servers, TOPIC_WORKOUT, [{"n": n} for n in range(120)])
@@ -83,9 +96,9 @@ def test_kafka_lag_sensors_launch_exactly_the_lagging_stream(
     committed = from_offsets(committed_offsets(checkpoint) or {})
     ends = kafka.end_offsets([TOPIC_WORKOUT])
     seen = lag_seen(lagging)
-    assert seen["kafka_lag"] == 30
+    assert seen["total"] == 30
     for (topic, partition), end in ends.items():
-        assert seen[f"kafka_lag/{topic}-{partition}"] == end - committed[(topic, partition)]
+        assert seen[f"{topic}-{partition}"] == end - committed[(topic, partition)]
 
     key = asset_key(BRONZE, TOPIC_WORKOUT)
     instance.add_run(
@@ -97,7 +110,8 @@ def test_kafka_lag_sensors_launch_exactly_the_lagging_stream(
         )
     )
     busy = evaluate(SENSORS[TOPIC_WORKOUT], instance, resources)
-    assert isinstance(busy, dg.SkipReason) and "in progress" in (busy.skip_message or "")
+    assert requested(busy) == [] and "in progress" in skip_reason(busy)
+    assert "30 records waiting" in skip_reason(busy)
 
 
 def test_landing_sensor_launches_for_complete_unread_files(
@@ -129,11 +143,13 @@ def test_small_lag_waits_until_the_oldest_record_has_waited_long_enough(
     produce(broker.bootstrap_servers, TOPIC_WORKOUT, [{"n": n} for n in range(30)])
 
     first = sensor(dg.build_sensor_context(instance=instance, resources=resources))
-    assert requested(first) == [] and lag_seen(first)["kafka_lag"] == 30  # 30 <= 100: wait
-    assert isinstance(first, dg.SensorResult) and first.cursor  # since when it waits
-    waited = str(time.time() - 61)
-    context = dg.build_sensor_context(instance=instance, resources=resources, cursor=waited)
-    assert requested(sensor(context)) == [asset_key(BRONZE, TOPIC_WORKOUT)]
+    assert requested(first) == [] and lag_seen(first)["total"] == 30  # 30 <= 100: wait
+    assert "30 records waiting" in skip_reason(first)
+    assert "within the threshold of 100 records" in skip_reason(first)
+    # The same records a minute later (by their Kafka timestamps) have waited long enough.
+    with patch("lakehouse_assets.sensors.streams.time.time", return_value=time.time() + 61):
+        late = sensor(dg.build_sensor_context(instance=instance, resources=resources))
+    assert requested(late) == [asset_key(BRONZE, TOPIC_WORKOUT)]
 
 
 def test_the_lag_of_a_topic_pattern_counts_every_matching_topic(

@@ -1,0 +1,113 @@
+"""What a table's materialization tells the Dagster UI beyond its rows: the column schema with a
+description of every column, the column lineage, and where the code that computes it lives.
+
+The descriptions and lineage live next to each layer's transforms (``<layer>/columns.py``); the
+column types come from the Delta table itself, so they are always the table's own.
+"""
+
+import inspect
+import warnings
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import dagster as dg
+from deltalake import DeltaTable
+
+from lakehouse_assets.bronze import columns as bronze_columns
+from lakehouse_assets.constants import BRONZE, GOLD, SILVER, asset_key
+from lakehouse_assets.gold import columns as gold_columns
+from lakehouse_assets.silver import columns as silver_columns
+from resources import LakeResource
+
+# Code references are a beta API of Dagster's, warned about at every use: known and chosen.
+warnings.filterwarnings("ignore", message=r".*CodeReference", category=dg.BetaWarning)
+
+DESCRIPTIONS: dict[str, Mapping[str, Mapping[str, str]]] = {
+    BRONZE: bronze_columns.DESCRIPTIONS,
+    SILVER: silver_columns.DESCRIPTIONS,
+    GOLD: gold_columns.DESCRIPTIONS,
+}
+LINEAGE: dict[str, Mapping[str, Mapping[str, tuple[tuple[str, str, str], ...]]]] = {
+    SILVER: silver_columns.LINEAGE,
+    GOLD: gold_columns.LINEAGE,
+}
+Column = tuple[str, str, str]  # layer, table, column
+
+
+def type_name(data_type: Any) -> str:
+    """A Delta type as Spark SQL writes it: ``long``, ``array<struct<key:string>>``, ..."""
+    kind = getattr(data_type, "type", None)
+    if isinstance(kind, str) and kind not in ("array", "map", "struct"):
+        return kind
+    if hasattr(data_type, "element_type"):
+        return f"array<{type_name(data_type.element_type)}>"
+    if hasattr(data_type, "key_type"):
+        return f"map<{type_name(data_type.key_type)},{type_name(data_type.value_type)}>"
+    fields = ",".join(f"{f.name}:{type_name(f.type)}" for f in data_type.fields)
+    return f"struct<{fields}>"
+
+
+def column_schema(
+    snapshot: DeltaTable, descriptions: Mapping[str, str], otherwise: str | None = None
+) -> dg.TableSchema:
+    """The table's columns with their Delta types, nullability and ``descriptions`` (else
+    ``otherwise``)."""
+    return dg.TableSchema(
+        columns=[
+            dg.TableColumn(
+                name=field.name,
+                type=type_name(field.type),
+                description=descriptions.get(field.name, otherwise),
+                constraints=dg.TableColumnConstraints(nullable=field.nullable),
+            )
+            for field in snapshot.schema().fields
+        ]
+    )
+
+
+def column_lineage(lineage: Mapping[str, tuple[Column, ...]]) -> dg.TableColumnLineage:
+    """Dagster's column lineage from ``{column: ((layer, table, upstream column), ...)}``."""
+    return dg.TableColumnLineage(
+        deps_by_column={
+            column: [
+                dg.TableColumnDep(asset_key=asset_key(layer, table), column_name=name)
+                for layer, table, name in upstream
+            ]
+            for column, upstream in lineage.items()
+        }
+    )
+
+
+def table_metadata(
+    lake: LakeResource,
+    layer: str,
+    table: str,
+    descriptions: Mapping[str, str] | None = None,
+    otherwise: str | None = None,
+) -> dict[str, Any]:
+    """A materialization's table metadata: row count, location and Delta version (the lake's),
+    the column schema with descriptions (``descriptions``, else the layer's own; ``otherwise``
+    for the columns they do not name) and the column lineage where the layer declares it."""
+    metadata = lake.table_metadata(layer, table)
+    snapshot = lake.find(layer, table)
+    if snapshot is None:
+        return metadata
+    described = descriptions if descriptions is not None else DESCRIPTIONS[layer].get(table, {})
+    metadata["dagster/column_schema"] = column_schema(snapshot, described, otherwise)
+    if lineage := LINEAGE.get(layer, {}).get(table):
+        metadata["dagster/column_lineage"] = column_lineage(lineage)
+    return metadata
+
+
+def code_references(**functions: Callable[..., Any]) -> dict[str, Any]:
+    """Asset metadata linking the UI to the functions that compute a table, by label (e.g.
+    ``transform=transforms.gym_summary``)."""
+    references: list[dg.LocalFileCodeReference | dg.UrlCodeReference] = [
+        dg.LocalFileCodeReference(
+            file_path=str(inspect.getsourcefile(fn)),
+            line_number=inspect.getsourcelines(fn)[1],
+            label=label,
+        )
+        for label, fn in functions.items()
+    ]
+    return {"dagster/code_references": dg.CodeReferencesMetadataValue(code_references=references)}
