@@ -48,30 +48,46 @@ ELLIPSIS = "…"
 
 
 @contextlib.contextmanager
-def dagster_dev(tmp_path: Path, prepare: Callable[[Path], None] | None = None) -> Iterator[str]:
+def dagster_dev(
+    tmp_path: Path,
+    prepare: Callable[[Path], None] | None = None,
+    run: bool = False,
+    env: dict[str, str] | None = None,
+) -> Iterator[str]:
     """`dagster dev` on a free port with a fresh instance (``prepare(home)`` may fill it
     first); yields the UI's address.
 
-    The instance is the project's `dagster.yaml` with a run queue that starts nothing: the daemon
-    runs and the sensors request runs as usual, but no run executes while the test looks. Its
-    first-visit "Join the Dagster community" dialog is off (`nux`), as a returning user sees the UI.
+    The instance is the project's `dagster.yaml`; unless ``run``, with a run queue that starts
+    nothing: the daemon runs and the sensors request runs as usual, but no run executes while the
+    test looks. With ``run`` it is started as the README does (`lakehouse dev`, the command of
+    `make dev`). Its first-visit "Join the Dagster community" dialog is off (`nux`), as a
+    returning user sees the UI.
     """
     home = tmp_path / "dagster_home"
     home.mkdir()
     instance = yaml.safe_load((REPO_ROOT / "dagster.yaml").read_text())
-    instance["concurrency"]["runs"]["max_concurrent_runs"] = 0
+    if not run:
+        instance["concurrency"]["runs"]["max_concurrent_runs"] = 0
     instance["nux"] = {"enabled": False}
     (home / "dagster.yaml").write_text(yaml.safe_dump(instance))
     if prepare is not None:
         prepare(home)
     port = free_port()
-    env = {**os.environ, "DAGSTER_HOME": str(home), "LAKEHOUSE_ROOT": str(tmp_path / "lake")}
-    dagster = Path(sys.executable).parent / "dagster"
+    environ = {
+        **os.environ,
+        "DAGSTER_HOME": str(home),
+        "LAKEHOUSE_ROOT": str(tmp_path / "lake"),
+        **(env or {}),
+    }
+    bin_dir = Path(sys.executable).parent
+    if run:
+        command = [str(bin_dir / "lakehouse"), "dev", "--port", str(port)]
+    else:
+        command = [str(bin_dir / "dagster"), "dev", "-w", "workspace.yaml", "-p", str(port)]
     log_path = tmp_path / "dagster_dev.log"
     with log_path.open("w") as log:
         server = subprocess.Popen(
-            [str(dagster), "dev", "-w", "workspace.yaml", "-p", str(port)],
-            cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+            command, cwd=REPO_ROOT, env=environ, stdout=log, stderr=subprocess.STDOUT,
             start_new_session=True,
         )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
