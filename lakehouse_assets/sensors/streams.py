@@ -115,10 +115,14 @@ def _request(key: dg.AssetKey, stream: str) -> dg.RunRequest:
 
 
 def _first_run(
-    context: dg.SensorEvaluationContext, key: dg.AssetKey, stream: str
+    context: dg.SensorEvaluationContext, key: dg.AssetKey, stream: str, busy: Sequence[str]
 ) -> dg.SensorResult:
     """The table does not exist yet: one run creates it (empty if there is no data), so the
     tables downstream, which wait for every upstream table, can follow."""
+    if busy:
+        reason = f"A run of {stream} is queued or in progress ({busy[0]}); it creates the table."
+        context.log.info(reason)
+        return dg.SensorResult(skip_reason=reason)
     context.log.info(f"{key.to_user_string()} does not exist yet: launching {stream}")
     return dg.SensorResult(run_requests=[_request(key, stream)])
 
@@ -171,10 +175,10 @@ def kafka_lag_sensor(
     def _sensor(
         context: dg.SensorEvaluationContext, kafka: KafkaResource, lake: LakeResource
     ) -> dg.SensorResult:
-        if not lake.exists(BRONZE, table):
-            return _first_run(context, key, stream)
-        now, waiting = time.time(), kafka_waiting(kafka, lake, table, topics, pattern)
         busy = runs_in_progress(context.instance, key)
+        if not lake.exists(BRONZE, table):
+            return _first_run(context, key, stream, busy)
+        now, waiting = time.time(), kafka_waiting(kafka, lake, table, topics, pattern)
         decision = lag_decision(stream, waiting, settings, now, busy)
         events = [lag_observation(key, waiting, now), freshness_evaluation(key, waiting, now)]
         return _result(context, key, stream, decision, events)
@@ -194,10 +198,10 @@ def landing_sensor(source: str, settings: SensorSettings) -> dg.SensorDefinition
         description=f"Runs {stream} when new files arrive in landing/{source}/.",
     )
     def _sensor(context: dg.SensorEvaluationContext, lake: LakeResource) -> dg.SensorResult:
-        if not lake.exists(BRONZE, source):
-            return _first_run(context, key, stream)
-        now, waiting = time.time(), landing_waiting(lake, source)
         busy = runs_in_progress(context.instance, key)
+        if not lake.exists(BRONZE, source):
+            return _first_run(context, key, stream, busy)
+        now, waiting = time.time(), landing_waiting(lake, source)
         decision = landing_decision(stream, f"landing/{source}/", waiting, now, busy)
         return _result(context, key, stream, decision, [freshness_evaluation(key, waiting, now)])
 

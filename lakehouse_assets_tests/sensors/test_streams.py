@@ -164,3 +164,23 @@ def test_the_lag_of_a_topic_pattern_counts_every_matching_topic(
         resources["kafka"], resources["lake"], "prices", pattern=r"prices\.(eu|us)"
     )
     assert (waiting.count, waiting.parts) == (5, {"prices.eu-0": 3, "prices.us-0": 2})
+
+
+def test_a_first_run_in_progress_is_not_launched_twice(env: dict[str, Any]) -> None:
+    instance = dg.DagsterInstance.ephemeral()
+    sensor = landing_sensor(LANDING_GYM_LOGINS, SETTINGS)
+    key = asset_key(BRONZE, LANDING_GYM_LOGINS)
+    assert requested(evaluate(sensor, instance, env)) == [key]  # the table does not exist yet
+    queued = dg.DagsterRun(  # started, not queued: a queued run needs a code location
+        job_name="__ASSET_JOB",
+        run_id=str(uuid.uuid4()),
+        status=dg.DagsterRunStatus.STARTING,
+        asset_selection=frozenset({key}),
+    )
+    instance.add_run(queued)
+    again = evaluate(sensor, instance, env)
+    assert requested(again) == []
+    assert skip_reason(again) == (
+        f"A run of lakehouse-bronze-gym_logins is queued or in progress ({queued.run_id}); it "
+        "creates the table."
+    )
