@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install chromium run test lint broker spark-server dev bench clean
+.PHONY: install chromium postgresql run test lint broker spark-server dev bench clean
 
 install: $(STAMP)
 
@@ -29,6 +29,12 @@ chromium:
 		$(BIN)/playwright install chromium; \
 	fi
 
+# Dagster's production storage in the tests: Debian's PostgreSQL server, started by the tests
+# themselves as a plain process (lakehouse_assets/devtools/postgres.py), not as a system service.
+postgresql:
+	$(SUDO) apt-get update -qq
+	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql
+
 run: install
 	$(BIN)/lakehouse demo
 
@@ -36,6 +42,7 @@ run: install
 # local Spark application in the test process (see lakehouse_assets_tests/conftest.py).
 test: install
 	@command -v chromium >/dev/null || $(MAKE) --no-print-directory chromium
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || $(MAKE) --no-print-directory postgresql
 	$(BIN)/python -m pytest
 	LAKEHOUSE_TEST_SPARK=local $(BIN)/python -m pytest -m local_spark
 
