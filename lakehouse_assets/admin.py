@@ -1,10 +1,16 @@
 """The ``lakehouse`` commands that look after the lake's tables and the source declarations:
 ``migrate`` (tables of earlier layouts), ``sources`` (list and check the declarations) and
-``profile`` (print a table's column profile)."""
+``profile`` (print a table's column profile), and ``produce-sample`` (the sample sources for
+the documented `make dev` path)."""
 
 from __future__ import annotations
 
+import os
 import sys
+from pathlib import Path
+
+from lakehouse_assets.devtools.broker import DEFAULT_BROKER_PORT
+from resources import ENV_AS_OF_DATE, ENV_KAFKA_BOOTSTRAP_SERVERS, ENV_LAKEHOUSE_ROOT
 
 
 def migrate() -> None:
@@ -58,3 +64,22 @@ def profile(layer: str, table: str) -> None:
         f"{layer}.{table} at {lake.table_uri(layer, table)}, version {lake.version(layer, table)}"
     )
     print(format_profile(take_profile(lake, spark, layer, table)))
+
+
+def produce_sample(users: int, days: int) -> None:
+    """The sample sources for the documented `make dev` path: the events into the configured
+    Kafka and the landing files into the lake, over the ``days`` up to the as-of date (the days
+    gold's automation keeps up to date by itself)."""
+    from datetime import timedelta
+
+    from lakehouse_assets import sample_data
+    from resources import CalendarResource
+
+    last = CalendarResource(as_of_date=os.environ.get(ENV_AS_OF_DATE) or None).today()
+    sample = sample_data.generate(users, days, first_day=last - timedelta(days=days - 1))
+    root = Path(os.environ.get(ENV_LAKEHOUSE_ROOT, "lake"))
+    sample_data.write_landing(root, sample.files)
+    servers = os.environ.get(ENV_KAFKA_BOOTSTRAP_SERVERS, f"127.0.0.1:{DEFAULT_BROKER_PORT}")
+    counts = sample_data.produce(servers, sample.messages)
+    print(f"Produced into {servers}: {counts}")
+    print(f"Wrote {len(sample.files)} landing files under {root / 'landing'}")

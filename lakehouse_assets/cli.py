@@ -15,25 +15,23 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lakehouse_assets.admin import migrate, profile, sources
-from lakehouse_assets.devtools.broker import EmbeddedBroker, EmbeddedBrokerError
+from lakehouse_assets.admin import migrate, produce_sample, profile, sources
+from lakehouse_assets.devtools.broker import (
+    DEFAULT_BROKER_PORT,
+    EmbeddedBroker,
+    EmbeddedBrokerError,
+)
 from lakehouse_assets.devtools.service import LocalService
 from lakehouse_assets.devtools.spark_server import (
     DEFAULT_CONNECT_PORT,
     SparkConnectServer,
     SparkServerError,
 )
-from resources import (
-    ENV_AS_OF_DATE,
-    ENV_KAFKA_BOOTSTRAP_SERVERS,
-    ENV_LAKEHOUSE_ROOT,
-    ENV_SPARK_REMOTE,
-)
+from resources import ENV_KAFKA_BOOTSTRAP_SERVERS, ENV_LAKEHOUSE_ROOT, ENV_SPARK_REMOTE
 
 if TYPE_CHECKING:
     import dagster as dg
 
-DEFAULT_BROKER_PORT = 9092
 NAME_WIDTH = 40  # of the table column in the printed row counts
 # Marks a lake filled from the memory-only embedded broker: safe to reset on the next demo.
 DEMO_MARKER = ".embedded-broker-demo"
@@ -217,25 +215,6 @@ def dev(port: int) -> None:
         contextlib.suppress(KeyboardInterrupt),
     ):
         subprocess.run([*command, "-p", str(port)], check=False)
-
-
-def produce_sample(users: int, days: int) -> None:
-    """The sample sources for the documented `make dev` path: the events into the configured
-    Kafka and the landing files into the lake, over the ``days`` up to the as-of date (the days
-    gold's automation keeps up to date by itself)."""
-    from datetime import timedelta
-
-    from lakehouse_assets import sample_data
-    from resources import CalendarResource
-
-    last = CalendarResource(as_of_date=os.environ.get(ENV_AS_OF_DATE) or None).today()
-    sample = sample_data.generate(users, days, first_day=last - timedelta(days=days - 1))
-    root = Path(os.environ.get(ENV_LAKEHOUSE_ROOT, "lake"))
-    sample_data.write_landing(root, sample.files)
-    servers = os.environ.get(ENV_KAFKA_BOOTSTRAP_SERVERS, f"127.0.0.1:{DEFAULT_BROKER_PORT}")
-    counts = sample_data.produce(servers, sample.messages)
-    print(f"Produced into {servers}: {counts}")
-    print(f"Wrote {len(sample.files)} landing files under {root / 'landing'}")
 
 
 def spark_archive() -> None:

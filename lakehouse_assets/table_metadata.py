@@ -88,8 +88,8 @@ def table_metadata(
     """A materialization's table metadata: row count, location and Delta version (the lake's),
     the column schema with descriptions (``descriptions``, else the layer's own; ``otherwise``
     for the columns they do not name) and the column lineage where the layer declares it."""
-    metadata = lake.table_metadata(layer, table)
-    snapshot = lake.find(layer, table)
+    snapshot = lake.find(layer, table)  # one read of the Delta log for all of the metadata
+    metadata = lake.table_metadata(layer, table, snapshot)
     if snapshot is None:
         return metadata
     described = descriptions if descriptions is not None else DESCRIPTIONS[layer].get(table, {})

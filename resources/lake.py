@@ -150,9 +150,12 @@ class LakeResource(dg.ConfigurableResource):
         snapshot = self.find(layer, table)
         return delta.row_count(snapshot) if snapshot else 0
 
-    def table_metadata(self, layer: str, table: str) -> dict[str, Any]:
-        """Dagster metadata for a materialization: row count, name, location, version."""
-        snapshot = self.find(layer, table)
+    def table_metadata(
+        self, layer: str, table: str, snapshot: DeltaTable | None = None
+    ) -> dict[str, Any]:
+        """Dagster metadata for a materialization: row count, name, location, version (of
+        ``snapshot`` when given, else of the table's current snapshot)."""
+        snapshot = snapshot or self.find(layer, table)
         return {
             "dagster/row_count": delta.row_count(snapshot) if snapshot else 0,
             "dagster/table_name": f"{layer}.{table}",

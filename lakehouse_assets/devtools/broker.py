@@ -11,7 +11,15 @@ import contextlib
 
 from lakehouse_assets.devtools.service import LOOPBACK, LocalService, free_port, port_is_taken
 
-__all__ = ["EmbeddedBroker", "EmbeddedBrokerError", "free_port", "tansu_binary"]
+__all__ = [
+    "DEFAULT_BROKER_PORT",
+    "EmbeddedBroker",
+    "EmbeddedBrokerError",
+    "free_port",
+    "tansu_binary",
+]
+
+DEFAULT_BROKER_PORT = 9092  # `lakehouse broker` listens here, as Kafka does by default
 
 
 class EmbeddedBrokerError(RuntimeError):

@@ -52,6 +52,10 @@ def runs_in_progress(instance: dg.DagsterInstance, key: dg.AssetKey) -> list[str
     ]
 
 
+def _busy(stream: str, busy: Sequence[str], then: str) -> str:
+    return f"A run of {stream} is queued or in progress ({busy[0]}); {then}."
+
+
 def _backlog(waiting: Waiting, unit: str, now: float) -> str:
     shown = ", ".join(f"{part}: {n}" for part, n in waiting.parts.items())
     return (
@@ -72,9 +76,7 @@ def lag_decision(
     unless a run of the stream is already queued or running (``busy``: their run ids)."""
     backlog = _backlog(waiting, "records", now)
     if busy:
-        return Decision(
-            False, f"A run of {stream} is queued or in progress ({busy[0]}); {backlog}."
-        )
+        return Decision(False, _busy(stream, busy, backlog))
     if not waiting.count:
         return Decision(False, f"{stream} is caught up: {backlog}.")
     if waiting.count > settings.lag_threshold:
@@ -102,9 +104,7 @@ def landing_decision(
     not read and no run of it is queued or running (``busy``)."""
     backlog = _backlog(waiting, "new files", now)
     if busy:
-        return Decision(
-            False, f"A run of {stream} is queued or in progress ({busy[0]}); {backlog}."
-        )
+        return Decision(False, _busy(stream, busy, backlog))
     if not waiting.count:
         return Decision(False, f"No new files in {folder}: {stream} has read every file.")
     return Decision(True, f"{backlog}: launching {stream}.")
@@ -120,7 +120,7 @@ def _first_run(
     """The table does not exist yet: one run creates it (empty if there is no data), so the
     tables downstream, which wait for every upstream table, can follow."""
     if busy:
-        reason = f"A run of {stream} is queued or in progress ({busy[0]}); it creates the table."
+        reason = _busy(stream, busy, "it creates the table")
         context.log.info(reason)
         return dg.SensorResult(skip_reason=reason)
     context.log.info(f"{key.to_user_string()} does not exist yet: launching {stream}")
