@@ -6,7 +6,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install chromium postgresql run test lint broker spark-server dev bench clean
+.PHONY: install chromium postgresql test-services run test test-connect test-faults \
+	test-faults-then-local test-local lint broker spark-server dev up bench clean
 
 install: $(STAMP)
 
@@ -38,13 +39,30 @@ postgresql:
 run: install
 	$(BIN)/lakehouse demo
 
-# Every test on one shared Spark Connect server; then the tests marked local_spark once more on a
-# local Spark application in the test process (see lakehouse_assets_tests/conftest.py).
-test: install
+# Every test on one shared Spark Connect server (test-connect); beside it, in parallel, the fault
+# matrix on a `lakehouse up` of its own (test-faults), then the tests marked local_spark once more
+# on a local Spark application in the test process (see lakehouse_assets_tests/conftest.py).
+# --output-sync prints each part's output whole, once it ends.
+test: install test-services
+	$(MAKE) --no-print-directory --output-sync=target -j2 test-connect test-faults-then-local
+
+test-connect: install
+	$(BIN)/python -m pytest
+
+test-faults-then-local: test-faults
+	$(MAKE) --no-print-directory test-local
+
+# The production shape under killed processes (lakehouse_assets_tests/test_faults.py).
+test-faults: install test-services
+	$(BIN)/python -m pytest -m faults
+
+test-local: install
+	LAKEHOUSE_TEST_SPARK=local $(BIN)/python -m pytest -m local_spark
+
+# What the tests need from the machine: Chromium (the UI tests) and PostgreSQL's server.
+test-services:
 	@command -v chromium >/dev/null || $(MAKE) --no-print-directory chromium
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || $(MAKE) --no-print-directory postgresql
-	$(BIN)/python -m pytest
-	LAKEHOUSE_TEST_SPARK=local $(BIN)/python -m pytest -m local_spark
 
 lint: install
 	$(BIN)/ruff check .
@@ -60,6 +78,11 @@ spark-server: install
 dev: install
 	mkdir -p .dagster && cp dagster.yaml .dagster/dagster.yaml
 	DAGSTER_HOME=$(CURDIR)/.dagster $(BIN)/lakehouse dev
+
+# The production shape: PostgreSQL, the broker, the Spark Connect server, dagster-daemon and
+# dagster-webserver, each its own process (lakehouse_assets/devtools/stack.py); Ctrl-C stops it.
+up: install
+	$(BIN)/lakehouse up
 
 bench: install
 	$(BIN)/python benchmarks/bronze_ingest.py

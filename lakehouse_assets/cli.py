@@ -21,6 +21,7 @@ from lakehouse_assets.devtools.broker import (
     EmbeddedBroker,
     EmbeddedBrokerError,
 )
+from lakehouse_assets.devtools.postgres import PostgresServerError
 from lakehouse_assets.devtools.service import LocalService
 from lakehouse_assets.devtools.spark_server import (
     DEFAULT_CONNECT_PORT,
@@ -217,6 +218,27 @@ def dev(port: int) -> None:
         subprocess.run([*command, "-p", str(port)], check=False)
 
 
+def up(home: Path, port: int, host: str) -> None:
+    """The production shape: every service its own process, restarted when it exits, until
+    Ctrl-C or SIGTERM (see ``lakehouse_assets.devtools.stack``)."""
+    from lakehouse_assets.devtools.stack import Stack
+
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # leave the block: the services stop
+    stack = Stack(home, port, host)
+    try:
+        stack.start()
+        print(f"The lakehouse is up: the Dagster UI is at http://{host}:{port}; Ctrl-C stops it.")
+        print(f"Logs in {stack.home / 'logs'}. To produce the sample data from another shell:")
+        for name in (ENV_KAFKA_BOOTSTRAP_SERVERS, ENV_LAKEHOUSE_ROOT):
+            print(f"  export {name}={os.environ[name]}")
+        print("  lakehouse produce-sample", flush=True)
+        stack.supervise()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        stack.stop()
+
+
 def spark_archive() -> None:
     """Write the Spark driver's class archive (see ``lakehouse_assets.devtools.jvm_archive``)."""
     from lakehouse_assets.devtools.jvm_archive import write_archive
@@ -248,6 +270,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     run_server.add_argument("--master", default=os.environ.get("SPARK_MASTER", "local[*]"))
     run_dev = commands.add_parser("dev", help="`dagster dev` on a Spark Connect server")
     run_dev.add_argument("--port", type=int, default=3000, help="the UI's port (default 3000)")
+    run_up = commands.add_parser(
+        "up", help="the production shape: PostgreSQL, broker, Spark Connect, daemon, webserver"
+    )
+    run_up.add_argument("--port", type=int, default=3000, help="the UI's port (default 3000)")
+    run_up.add_argument("--host", default="127.0.0.1", help="the UI's address")
+    run_up.add_argument(
+        "--home", type=Path, default=Path(".lakehouse"), help="state and logs (default .lakehouse)"
+    )
     commands.add_parser(
         "migrate", help="upgrade the lake's tables written by earlier versions of the lakehouse"
     )
@@ -277,7 +307,9 @@ def main(argv: Sequence[str] | None = None) -> None:
             serve(server, ENV_SPARK_REMOTE)
         elif args.command == "dev":
             dev(args.port)
+        elif args.command == "up":
+            up(args.home, args.port, args.host)
         else:
             serve(EmbeddedBroker(port=args.port, keep_log=True), ENV_KAFKA_BOOTSTRAP_SERVERS)
-    except (EmbeddedBrokerError, SparkServerError) as error:
+    except (EmbeddedBrokerError, SparkServerError, PostgresServerError) as error:
         sys.exit(str(error))

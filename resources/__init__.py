@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ENV_AS_OF_DATE",
+    "ENV_FAIL_ON_DATA_LOSS",
     "ENV_GOLD_START_DATE",
     "ENV_KAFKA_BOOTSTRAP_SERVERS",
     "ENV_LAG_MAX_WAIT_S",
@@ -46,6 +47,7 @@ ENV_SPARK_CONF: Final = "LAKEHOUSE_SPARK_CONF"
 ENV_AS_OF_DATE: Final = "LAKEHOUSE_AS_OF_DATE"
 ENV_GOLD_START_DATE: Final = "LAKEHOUSE_GOLD_START_DATE"
 ENV_SENSOR_INTERVAL_S: Final = "LAKEHOUSE_SENSOR_INTERVAL_S"
+ENV_FAIL_ON_DATA_LOSS: Final = "LAKEHOUSE_KAFKA_FAIL_ON_DATA_LOSS"
 ENV_LAG_THRESHOLD: Final = "LAKEHOUSE_LAG_THRESHOLD"
 ENV_LAG_MAX_WAIT_S: Final = "LAKEHOUSE_LAG_MAX_WAIT_S"
 
@@ -94,7 +96,8 @@ def build_resources(environ: dict[str, str] | None = None) -> dict[str, Any]:
             spark_config=_spark_conf(env.get(ENV_SPARK_CONF, "{}")),
         ),
         "kafka": KafkaResource(
-            bootstrap_servers=env.get(ENV_KAFKA_BOOTSTRAP_SERVERS, "127.0.0.1:9092")
+            bootstrap_servers=env.get(ENV_KAFKA_BOOTSTRAP_SERVERS, "127.0.0.1:9092"),
+            fail_on_data_loss=env.get(ENV_FAIL_ON_DATA_LOSS, "true").strip().lower() != "false",
         ),
         "lake": LakeResource(root=env.get(ENV_LAKEHOUSE_ROOT, "lake")),
         "calendar": CalendarResource(as_of_date=env.get(ENV_AS_OF_DATE) or None),

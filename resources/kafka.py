@@ -40,6 +40,14 @@ class KafkaResource(dg.ConfigurableResource):
         description="Upper bound of records per micro-batch; bounds the driver's memory.",
     )
 
+    fail_on_data_loss: bool = Field(
+        default=True,
+        description="Fail a stream whose checkpoint lies outside its topic's log (records removed "
+        "unread, or the topic recreated), as Spark's failOnDataLoss; false resumes from the "
+        "earliest available offsets and records what was skipped "
+        "(LAKEHOUSE_KAFKA_FAIL_ON_DATA_LOSS).",
+    )
+
     def read_stream(
         self,
         spark: SparkSession,
@@ -60,6 +68,7 @@ class KafkaResource(dg.ConfigurableResource):
             .option("startingOffsets", starting)
             .option("maxRecordsPerTrigger", str(self.max_records_per_trigger))
             .option("groupId", group_id)
+            .option("failOnDataLoss", str(self.fail_on_data_loss).lower())
             .load()
         )
 
@@ -108,6 +117,12 @@ class KafkaResource(dg.ConfigurableResource):
         """The log end offset of every partition of ``topics`` (missing topics are skipped)."""
         with self._consumer(fetch_max_wait_ms=100) as consumer:
             return log_end_offsets(consumer, existing_partitions(consumer, topics))
+
+    def start_offsets(self, topics: Iterable[str]) -> dict[TopicPartitionKey, int]:
+        """The log start offset of every partition of ``topics`` (missing topics are skipped)."""
+        with self._consumer() as consumer:
+            starts = consumer.beginning_offsets(existing_partitions(consumer, topics))
+        return {(tp.topic, tp.partition): offset for tp, offset in starts.items()}
 
     def group_offsets(self, group_id: str, topics: Iterable[str]) -> dict[TopicPartitionKey, int]:
         """The offsets ``group_id`` committed for ``topics`` (partitions without one omitted)."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 # Offsets as Spark keeps them in the checkpoint: {topic: {partition (str): next offset}}.
 Offsets = dict[str, dict[str, int]]
@@ -19,6 +19,53 @@ TopicPartitionKey = tuple[str, int]
 
 class KafkaSourceError(RuntimeError):
     """The Kafka source cannot go on without losing or inventing data."""
+
+
+class DataLoss(NamedTuple):
+    """A partition a stream can no longer read on from: its checkpoint is outside the log."""
+
+    offset: int  # where the stream's checkpoint is
+    log_start: int
+    log_end: int
+
+    @property
+    def problem(self) -> str:
+        if self.offset > self.log_end:
+            return f"is at offset {self.offset} but the log now ends at {self.log_end}"
+        return f"is at offset {self.offset} but the log now starts at {self.log_start}"
+
+    @property
+    def records_lost(self) -> int | None:
+        """How many records were removed unread; None when unknown (the topic recreated)."""
+        return self.log_start - self.offset if self.offset < self.log_start else None
+
+
+def data_loss(
+    positions: Mapping[TopicPartitionKey, int],
+    starts: Mapping[TopicPartitionKey, int],
+    ends: Mapping[TopicPartitionKey, int],
+) -> dict[TopicPartitionKey, DataLoss]:
+    """The partitions whose stream ``positions`` lie outside their log: records removed
+    (retention) before they were read, or the topic deleted and recreated. A stream that goes on
+    resumes each of them at its log start."""
+    return {
+        tp: DataLoss(offset, starts[tp], ends[tp])
+        for tp, offset in positions.items()
+        if tp in ends and tp in starts and not starts[tp] <= offset <= ends[tp]
+    }
+
+
+def data_loss_message(lost: Mapping[TopicPartitionKey, DataLoss]) -> str:
+    """What was lost, and the option that resumes from the earliest available offsets."""
+    partitions = "; ".join(
+        f"Kafka partition {t}-{p} {loss.problem}" for (t, p), loss in lost.items()
+    )
+    return (
+        f"{partitions}: records were removed or the topic was recreated, so some data may never "
+        "be read. Set the option failOnDataLoss=false (the Kafka resource's fail_on_data_loss, "
+        "or LAKEHOUSE_KAFKA_FAIL_ON_DATA_LOSS=false) to resume from the earliest available "
+        "offsets, or reset the stream's checkpoint."
+    )
 
 
 def broker_unreachable(bootstrap_servers: str, error: Exception) -> KafkaSourceError:

@@ -38,6 +38,8 @@ from resources.kafka_client import (
     TopicPartitionKey,
     as_topic_partitions,
     commit_group_offsets,
+    data_loss,
+    data_loss_message,
     existing_partitions,
     from_offsets,
     log_end_offsets,
@@ -152,25 +154,13 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         ends: Mapping[TopicPartitionKey, int],
         starts: Mapping[TopicPartitionKey, int],
     ) -> None:
-        """Fail (or with failOnDataLoss=false skip ahead) when the log lost unread records."""
-        for tp, offset in list(positions.items()):
-            if tp not in ends:
-                continue
-            if offset > ends[tp]:
-                problem = f"is at offset {offset} but the log now ends at {ends[tp]}"
-                fallback = starts[tp]
-            elif offset < starts[tp]:
-                problem = f"is at offset {offset} but the log now starts at {starts[tp]}"
-                fallback = starts[tp]
-            else:
-                continue
-            if self.fail_on_data_loss:
-                raise KafkaSourceError(
-                    f"Kafka partition {tp[0]}-{tp[1]} {problem}: records were removed or the "
-                    "topic was recreated, so some data may never be read. Set the option "
-                    "failOnDataLoss=false to skip ahead, or reset the stream's checkpoint."
-                )
-            positions[tp] = fallback
+        """Fail (or with failOnDataLoss=false resume at the log start) when the log lost unread
+        records."""
+        lost = data_loss(positions, starts, ends)
+        if lost and self.fail_on_data_loss:
+            raise KafkaSourceError(data_loss_message(lost))
+        for tp in lost:
+            positions[tp] = starts[tp]
 
     def getDefaultReadLimit(self) -> ReadLimit:
         return ReadMaxRows(self.max_records) if self.max_records else ReadAllAvailable()
@@ -184,6 +174,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         stops = from_offsets(end)
         # A partition that appeared after ``start`` was taken is read from its log start.
         begin.update(self._log_starts(as_topic_partitions(tp for tp in stops if tp not in begin)))
+        if not self.fail_on_data_loss:  # a start outside the log resumes at the log start
+            starts = self._log_starts(as_topic_partitions(stops))
+            begin.update({tp: starts[tp] for tp in data_loss(begin, starts, stops)})
         return [
             KafkaRange(topic, partition, begin[(topic, partition)], stop)
             for (topic, partition), stop in sorted(stops.items())

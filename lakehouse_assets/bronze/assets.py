@@ -26,8 +26,45 @@ from lakehouse_assets.constants import (
 from lakehouse_assets.migrations import require_current
 from lakehouse_assets.table_metadata import code_references, table_metadata
 from resources import KafkaResource, LakeResource, SparkResource
-from resources.checkpoints import kafka_caught_up, landing_caught_up
+from resources.checkpoints import committed_offsets, kafka_caught_up, landing_caught_up
+from resources.kafka_client import (
+    TopicPartitionKey,
+    data_loss,
+    data_loss_message,
+    from_offsets,
+)
 from resources.streaming import BatchTransform, DeltaBatchSink, StreamRun, run_available_now
+
+
+def bronze_checkpoint(lake: LakeResource, table: str) -> str:
+    """The Spark checkpoint of the stream filling ``bronze.<table>``."""
+    return lake.spark_path(CHECKPOINTS_DIR, stream_name(BRONZE, table))
+
+
+def resume_point(
+    context: dg.AssetExecutionContext,
+    kafka: KafkaResource,
+    checkpoint: str,
+    starts: dict[TopicPartitionKey, int],
+    ends: dict[TopicPartitionKey, int],
+) -> dict[str, Any]:
+    """Check the stream's checkpoint against the topics' logs before it starts. Records removed
+    unread, or a recreated topic, fail the run (``fail_on_data_loss``, the default); otherwise
+    the stream resumes at each log's start, and what was skipped is logged and returned as
+    metadata."""
+    lost = data_loss(from_offsets(committed_offsets(checkpoint) or {}), starts, ends)
+    if not lost:
+        return {}
+    message = data_loss_message(lost)
+    if kafka.fail_on_data_loss:
+        raise dg.Failure(description=message)
+    context.log.warning(f"Resuming from the earliest available offsets. {message}")
+    skipped = {
+        f"{t}-{p}": {"checkpoint_offset": loss.offset, "resumed_at": loss.log_start,
+                     "records_lost": loss.records_lost}
+        for (t, p), loss in sorted(lost.items())
+    }  # fmt: skip
+    return {"kafka/data_loss": dg.MetadataValue.json(skipped)}
 
 
 def run_bronze_stream(
@@ -51,7 +88,7 @@ def run_bronze_stream(
     """
     require_current(lake, BRONZE, table)
     stream = stream_name(BRONZE, table)
-    checkpoint = lake.spark_path(CHECKPOINTS_DIR, stream)
+    checkpoint = bronze_checkpoint(lake, table)
     uri = lake.table_uri(BRONZE, table)
     sink = DeltaBatchSink(uri, lake.storage_options, stream, checkpoint, transform, partition_by)
     exists = lake.exists(BRONZE, table)
@@ -109,7 +146,15 @@ def kafka_bronze_asset(
         lake: LakeResource,
     ) -> dg.MaterializeResult:
         # Fails fast, naming the servers, if they are unreachable.
-        log_ends = kafka.end_offsets(kafka.matching(pattern) if pattern else topics)
+        subscribed = kafka.matching(pattern) if pattern else topics
+        log_ends = kafka.end_offsets(subscribed)
+        skipped = resume_point(
+            context,
+            kafka,
+            bronze_checkpoint(lake, table),
+            kafka.start_offsets(subscribed),
+            log_ends,
+        )
         run, metadata = run_bronze_stream(
             context,
             lake,
@@ -124,6 +169,7 @@ def kafka_bronze_asset(
         return dg.MaterializeResult(
             metadata={
                 **metadata,
+                **skipped,
                 "end_offsets": dg.MetadataValue.json(run.end_offsets or {}),
                 "log_end_offsets": dg.MetadataValue.json(
                     {f"{t}-{p}": offset for (t, p), offset in sorted(log_ends.items())}

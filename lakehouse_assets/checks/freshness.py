@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 import dagster as dg
 
-from lakehouse_assets.constants import BRONZE, CHECKPOINTS_DIR, LANDING_DIR, asset_key, stream_name
+from lakehouse_assets.bronze.assets import bronze_checkpoint
+from lakehouse_assets.constants import BRONZE, LANDING_DIR, asset_key
 from resources import KafkaResource, LakeResource
 from resources.checkpoints import committed_offsets, files_read, landed_times
 from resources.kafka_client import from_offsets
@@ -59,7 +60,7 @@ def kafka_waiting(
 ) -> Waiting:
     """The records of the topics not yet in ``bronze.<table>``'s checkpoint, and the timestamp
     of the oldest (the first waiting record of each partition)."""
-    checkpoint = lake.spark_path(CHECKPOINTS_DIR, stream_name(BRONZE, table))
+    checkpoint = bronze_checkpoint(lake, table)
     positions = from_offsets(committed_offsets(checkpoint) or {})
     subscribed = kafka.matching(pattern) if pattern else (topics or [table])
     lag = kafka.lag(subscribed, positions)
@@ -72,7 +73,7 @@ def kafka_waiting(
 
 def landing_waiting(lake: LakeResource, source: str) -> Waiting:
     """The landing files of ``source`` its stream has not read, and the oldest one's time."""
-    checkpoint = lake.spark_path(CHECKPOINTS_DIR, stream_name(BRONZE, source))
+    checkpoint = bronze_checkpoint(lake, source)
     read = files_read(checkpoint)
     landed = landed_times(lake.path(LANDING_DIR, source))
     new = [landed_at for name, landed_at in landed.items() if name not in read]

@@ -8,6 +8,7 @@ batches records (see ``resources/kafka_client.log_end_offsets`` for how reads st
 from __future__ import annotations
 
 import contextlib
+from pathlib import Path
 
 from lakehouse_assets.devtools.service import LOOPBACK, LocalService, free_port, port_is_taken
 
@@ -66,6 +67,7 @@ class EmbeddedBroker(LocalService):
         host: str = LOOPBACK,
         timeout_s: float = 30.0,
         keep_log: bool = False,
+        log_file: Path | None = None,
     ) -> None:
         """Prepare a broker.
 
@@ -74,8 +76,9 @@ class EmbeddedBroker(LocalService):
             host: loopback address to listen on.
             timeout_s: how long to wait for the broker to answer Kafka requests.
             keep_log: keep the broker's log file after a clean stop.
+            log_file: append the output to this file (kept) instead of a temporary one.
         """
-        super().__init__(timeout_s, keep_log)
+        super().__init__(timeout_s, keep_log, log_file)
         self.host = host
         self.port = port if port is not None else free_port(host)
 

@@ -62,6 +62,7 @@ class PostgresServer(LocalService):
 
     name = "PostgreSQL server"
     error = PostgresServerError
+    stop_signal = signal.SIGINT  # a fast shutdown: SIGTERM would wait for clients to disconnect
 
     def __init__(
         self,
@@ -69,8 +70,9 @@ class PostgresServer(LocalService):
         data_dir: Path | None = None,
         timeout_s: float = 60.0,
         keep_log: bool = False,
+        log_file: Path | None = None,
     ) -> None:
-        super().__init__(timeout_s, keep_log)
+        super().__init__(timeout_s, keep_log, log_file)
         self.port = port or free_port()
         self._owns_data = data_dir is None
         self.data_dir = data_dir or Path(tempfile.mkdtemp(prefix="lakehouse-postgres-"))
@@ -111,6 +113,7 @@ class PostgresServer(LocalService):
     def start(self) -> Self:
         """Create the cluster (first start only), start the server, create the database."""
         bin_dir = postgres_bin_dir()
+        self.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         if os.geteuid() == 0:
             shutil.chown(self.data_dir, self.user)
         if not (self.data_dir / "PG_VERSION").exists():
@@ -141,10 +144,7 @@ class PostgresServer(LocalService):
             self._run([*psql, "-d", "postgres", "-c", f"CREATE DATABASE {DATABASE}"])
 
     def stop(self) -> None:
-        """Stop the server with a fast shutdown (SIGINT: clients are disconnected, where SIGTERM
-        would wait for them), and remove its data folder when it made one."""
-        if self._process is not None and self._process.poll() is None:
-            self._process.send_signal(signal.SIGINT)
+        """Stop the server, and remove its data folder when it made one."""
         super().stop()
         if self._owns_data:
             shutil.rmtree(self.data_dir, ignore_errors=True)

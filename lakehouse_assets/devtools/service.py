@@ -4,6 +4,9 @@ kept when it failed to start or its ``with`` block raised, so the error can name
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import socket
 import subprocess
 import tempfile
@@ -26,6 +29,8 @@ def free_port(host: str = LOOPBACK) -> int:
 def port_is_taken(host: str, port: int) -> bool:
     """Whether something listens on ``host:port``."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        # As servers bind: a port whose old connections linger in TIME_WAIT is free.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((host, port))
         except OSError:
@@ -39,12 +44,18 @@ class LocalService:
     name = "service"  # in messages: "The <name> on <address> failed: ..."
     error: type[RuntimeError] = RuntimeError
     stop_timeout_s = 10.0
+    stop_signal = signal.SIGTERM
 
-    def __init__(self, timeout_s: float, keep_log: bool = False) -> None:
+    def __init__(
+        self, timeout_s: float, keep_log: bool = False, log_file: Path | None = None
+    ) -> None:
+        """Prepare a service; its output goes to ``log_file`` (appended to, always kept) or to a
+        temporary file (kept when ``keep_log``)."""
         self.timeout_s = timeout_s
         self._process: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
-        self._keep_log = keep_log
+        self._log_file = log_file
+        self._keep_log = keep_log or log_file is not None
 
     @property
     def address(self) -> str:
@@ -55,6 +66,11 @@ class LocalService:
     def log_path(self) -> Path | None:
         """The file holding the service's own output, once started."""
         return Path(self._log.name) if self._log else None
+
+    @property
+    def returncode(self) -> int | None:
+        """None while the service runs; its exit code once it exited (-1: not started)."""
+        return -1 if self._process is None else self._process.poll()
 
     @property
     def pid(self) -> int | None:
@@ -69,9 +85,13 @@ class LocalService:
         self, command: list[str], ready: Callable[[], bool], env: Mapping[str, str] | None = None
     ) -> None:
         """Run ``command`` in its own session and wait until ``ready()`` (polled)."""
-        self._log = tempfile.NamedTemporaryFile(  # noqa: SIM115 (open while the service runs)
-            prefix=f"{self.name.replace(' ', '-')}-", suffix=".log", delete=False
-        )
+        if self._log_file is not None:
+            self._log_file.parent.mkdir(parents=True, exist_ok=True)
+            self._log = self._log_file.open("ab")
+        else:
+            self._log = tempfile.NamedTemporaryFile(  # noqa: SIM115 (open while it runs)
+                prefix=f"{self.name.replace(' ', '-')}-", suffix=".log", delete=False
+            )
         self._process = subprocess.Popen(
             command,
             env=None if env is None else dict(env),
@@ -98,15 +118,18 @@ class LocalService:
         )
 
     def stop(self) -> None:
-        """Stop the service (SIGTERM, then SIGKILL after ``stop_timeout_s``)."""
+        """Stop the service (``stop_signal``, then SIGKILL after ``stop_timeout_s``), then what
+        is left of its process group (workers it started)."""
         if self._process is not None:
             if self._process.poll() is None:
-                self._process.terminate()
+                self._process.send_signal(self.stop_signal)
                 try:
                     self._process.wait(timeout=self.stop_timeout_s)
                 except subprocess.TimeoutExpired:
                     self._process.kill()
                     self._process.wait()
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self._process.pid, signal.SIGKILL)  # its session's group: its own
             self._process = None
         if self._log is not None:
             self._log.close()

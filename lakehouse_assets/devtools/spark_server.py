@@ -86,6 +86,7 @@ class SparkConnectServer(LocalService):
         env: Mapping[str, str] | None = None,
         timeout_s: float = 120.0,
         keep_log: bool = False,
+        log_file: Path | None = None,
         quick_start: bool = False,
     ) -> None:
         """Prepare a server.
@@ -98,13 +99,14 @@ class SparkConnectServer(LocalService):
             env: extra environment variables of the server and its Python workers.
             timeout_s: how long to wait for the server to accept connections.
             keep_log: keep the server's log file after a clean stop.
+            log_file: append the output to this file (kept) instead of a temporary one.
             quick_start: the driver JVM maps Spark's classes from the class archive and compiles
                 with the JIT's quick tier only (see ``resources.spark.quick_start_options``):
                 it starts in 2.3 s instead of 6.2 s and runs the sample graph about 15% sooner
                 here; for short-lived servers on small data (the demo, the tests), not for a
                 long-lived server doing heavy work.
         """
-        super().__init__(timeout_s, keep_log)
+        super().__init__(timeout_s, keep_log, log_file)
         self.port = port if port is not None else free_port()
         self.host = host
         self.master = master

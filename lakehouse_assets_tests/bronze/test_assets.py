@@ -92,7 +92,7 @@ def test_unreachable_broker_names_the_servers_and_leaves_the_table_unchanged(
     assert bronze_sequence_numbers(spark, resources) == list(range(100))
 
 
-def test_a_topic_that_lost_records_fails_instead_of_skipping_them(
+def test_a_recreated_topic_fails_the_stream_unless_told_to_resume_at_the_log_start(
     broker: EmbeddedBroker, resources: dict[str, Any], spark: SparkSession
 ) -> None:
     resources["kafka"].create_topic(TOPIC_BPM, partitions=1)
@@ -104,7 +104,19 @@ def test_a_topic_that_lost_records_fails_instead_of_skipping_them(
         produce(emptied.bootstrap_servers, TOPIC_BPM, heart_rates(50, 5))
         with pytest.raises(Exception, match="at offset 50 but the log now ends at 5"):
             materialize_bpm(resources)
-    assert bronze_sequence_numbers(spark, resources) == list(range(50))
+        assert bronze_sequence_numbers(spark, resources) == list(range(50))
+
+        # The documented option: resume from the earliest available offsets, saying so.
+        resources["kafka"] = KafkaResource(
+            bootstrap_servers=emptied.bootstrap_servers, fail_on_data_loss=False
+        )
+        result = materialize_bpm(resources)
+    assert bronze_sequence_numbers(spark, resources) == list(range(55))
+    metadata = result.asset_materializations_for_node("bronze__bpm")[0].metadata
+    assert metadata["kafka/data_loss"].value == {
+        "bpm-0": {"checkpoint_offset": 50, "resumed_at": 0, "records_lost": None}
+    }
+    assert metadata["rows_written"].value == 5
 
 
 def test_materialization_reports_rows_offsets_and_version(

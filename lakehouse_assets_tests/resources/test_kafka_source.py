@@ -12,7 +12,13 @@ from pyspark.sql import SparkSession
 from lakehouse_assets.devtools.broker import EmbeddedBroker
 from lakehouse_assets_tests.conftest import produce
 from resources import KafkaResource
-from resources.kafka_client import KafkaSourceError, from_offsets, to_offsets
+from resources.kafka_client import (
+    DataLoss,
+    KafkaSourceError,
+    data_loss,
+    from_offsets,
+    to_offsets,
+)
 from resources.kafka_source import KAFKA_SOURCE_FORMAT, KafkaStreamReader, limit_positions
 
 
@@ -85,3 +91,17 @@ def test_pattern_subscription_and_explicit_starting_offsets(
         spark, broker.bootstrap_servers, subscribePattern="gym_.*", startingOffsets=starting
     )
     assert sorted(json.loads(row.value)["n"] for row in rows) == [6, 7, 8, 9, 10, 11, 12, 13, 14]
+
+
+def test_data_loss_finds_checkpoints_outside_the_log() -> None:
+    positions = {("t", 0): 10, ("t", 1): 3, ("t", 2): 7, ("t", 3): 0, ("gone", 0): 4}
+    starts = {("t", 0): 25, ("t", 1): 0, ("t", 2): 0, ("t", 3): 0}
+    ends = {("t", 0): 40, ("t", 1): 3, ("t", 2): 2, ("t", 3): 0}
+    lost = data_loss(positions, starts, ends)
+    # t-0: 15 records expired unread; t-2: the topic recreated with fewer records; t-1 is at
+    # its end, t-3 at its empty start: nothing lost; a vanished topic is not judged here.
+    assert lost == {("t", 0): DataLoss(10, 25, 40), ("t", 2): DataLoss(7, 0, 2)}
+    assert lost[("t", 0)].records_lost == 15
+    assert lost[("t", 0)].problem == "is at offset 10 but the log now starts at 25"
+    assert lost[("t", 2)].records_lost is None
+    assert lost[("t", 2)].problem == "is at offset 7 but the log now ends at 2"

@@ -1,0 +1,234 @@
+"""`lakehouse up`: the production shape on one machine, each service its own process, as the
+compose deployment runs them (docker-compose.yml): PostgreSQL for Dagster's storage, the Kafka
+broker, the Spark Connect server, dagster-daemon and dagster-webserver. The Dagster instance is
+the compose deployment's own file, ``docker/dagster.yaml``.
+
+A service that exits is started again, as compose's ``restart: unless-stopped`` does, on the same
+port and with the same data; Ctrl-C or SIGTERM stops them all, the last started first. Each
+service's output goes to ``<home>/logs/<service>.log``; ``<home>/services.json`` names each
+service's process id and address while the stack runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import Self, TypeVar
+
+from lakehouse_assets.devtools.broker import EmbeddedBroker
+from lakehouse_assets.devtools.postgres import PostgresServer
+from lakehouse_assets.devtools.service import LOOPBACK, LocalService
+from lakehouse_assets.devtools.spark_server import SparkConnectServer
+from resources import ENV_KAFKA_BOOTSTRAP_SERVERS, ENV_LAKEHOUSE_ROOT, ENV_SPARK_REMOTE
+
+INSTANCE_FILE = Path("docker") / "dagster.yaml"  # the compose deployment's Dagster instance
+WORKSPACE_FILE = "workspace.yaml"
+ServiceT = TypeVar("ServiceT", bound=LocalService)
+RESTART_DELAY_S = (1.0, 60.0)  # the first and the longest wait before a service starts again
+
+
+def daemon_command() -> list[str]:
+    """dagster-daemon as the compose deployment runs it."""
+    return ["dagster-daemon", "run", "-w", WORKSPACE_FILE]
+
+
+def webserver_command(host: str, port: int) -> list[str]:
+    """dagster-webserver as the compose deployment runs it, on ``host:port``."""
+    return ["dagster-webserver", "-h", host, "-p", str(port), "-w", WORKSPACE_FILE]
+
+
+class DagsterProcess(LocalService):
+    """dagster-daemon or dagster-webserver, from this environment's scripts, in the project
+    folder (where ``workspace.yaml`` is)."""
+
+    stop_signal = signal.SIGINT  # both shut down their code servers on an interrupt
+    stop_timeout_s = 30.0
+
+    def __init__(
+        self,
+        name: str,
+        command: list[str],
+        ready: Callable[[float], bool],
+        address: str,
+        log_file: Path,
+    ) -> None:
+        super().__init__(timeout_s=180.0, log_file=log_file)
+        self.name = name
+        self.command = command
+        self._ready = ready
+        self._address = address
+
+    @property
+    def address(self) -> str:
+        return self._address
+
+    def start(self) -> Self:
+        started = time.time()
+        executable = str(Path(sys.executable).parent / self.command[0])
+        self._launch([executable, *self.command[1:]], lambda: self._ready(started))
+        return self
+
+
+def serves_http(url: str) -> Callable[[float], bool]:
+    """Readiness of a web server: ``url`` answers."""
+
+    def ready(_started: float) -> bool:
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return True
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            return False
+
+    return ready
+
+
+def daemons_beat(home: Path) -> Callable[[float], bool]:
+    """Readiness of dagster-daemon: each daemon the instance needs sent a heartbeat since the
+    process started."""
+    import dagster as dg
+
+    instance: list[dg.DagsterInstance] = []  # opened on first use, once the database is up
+
+    def ready(started: float) -> bool:
+        try:
+            if not instance:
+                instance.append(dg.DagsterInstance.from_config(str(home)))
+            beats = instance[0].get_daemon_heartbeats()
+            required = instance[0].get_required_daemon_types()
+        except Exception:  # the database restarting
+            return False
+        return all(t in beats and beats[t].timestamp >= started for t in required)
+
+    return ready
+
+
+class Stack:
+    """The services of the production shape, started in order and kept running.
+
+    Services whose address is already in the environment (``DAGSTER_POSTGRES_HOST``,
+    ``KAFKA_BOOTSTRAP_SERVERS``, ``SPARK_REMOTE``) are used, not started. On the embedded broker,
+    which keeps its records in memory, the stack starts empty: the lake (``LAKEHOUSE_ROOT``,
+    default ``<home>/lake``) and Dagster's database are reset, since their offsets and history
+    would not match the new broker's.
+    """
+
+    def __init__(self, home: Path, port: int = 3000, host: str = LOOPBACK) -> None:
+        self.home = home.resolve()
+        self.dagster_home = self.home / "dagster"
+        self.port, self.host = port, host
+        self.services: list[LocalService] = []
+        self.env = os.environ  # the services inherit what the stack adds
+        self._stopping = False
+
+    def _log(self, service: str) -> Path:
+        return self.home / "logs" / f"{service}.log"
+
+    def start(self) -> Self:
+        """Start every service, in dependency order; stop those started if one fails."""
+        try:
+            self._start_all()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _start_all(self) -> None:
+        embedded = ENV_KAFKA_BOOTSTRAP_SERVERS not in self.env
+        self._prepare_home(embedded)
+        if "DAGSTER_POSTGRES_HOST" not in self.env:
+            data = self.home / "postgres"
+            postgres = self._run(PostgresServer(data_dir=data, log_file=self._log("postgres")))
+            self.env.update(postgres.environment)
+        if embedded:
+            broker = self._run(EmbeddedBroker(log_file=self._log("kafka")))
+            self.env[ENV_KAFKA_BOOTSTRAP_SERVERS] = broker.address
+        if ENV_SPARK_REMOTE not in self.env:
+            spark = self._run(SparkConnectServer(log_file=self._log("spark")))
+            self.env[ENV_SPARK_REMOTE] = spark.address
+        self._run(
+            DagsterProcess(
+                "dagster-daemon", daemon_command(), daemons_beat(self.dagster_home),
+                "sensors, schedules, automation, the run queue", self._log("dagster-daemon"),
+            )
+        )  # fmt: skip
+        url = f"http://{LOOPBACK if self.host == '0.0.0.0' else self.host}:{self.port}"
+        self._run(
+            DagsterProcess(
+                "dagster-webserver", webserver_command(self.host, self.port),
+                serves_http(f"{url}/server_info"), url, self._log("dagster-webserver"),
+            )
+        )  # fmt: skip
+
+    def _prepare_home(self, embedded: bool) -> None:
+        """The instance file and the lake's location; on the embedded broker, an empty start."""
+        from lakehouse_assets.cli import prepare_demo_lake
+
+        lake = Path(self.env.get(ENV_LAKEHOUSE_ROOT) or self.home / "lake").resolve()
+        if embedded:
+            prepare_demo_lake(lake, embedded=True)
+            shutil.rmtree(self.home / "postgres", ignore_errors=True)
+        self.dagster_home.mkdir(parents=True, exist_ok=True)
+        shutil.copy(INSTANCE_FILE, self.dagster_home / "dagster.yaml")
+        self.env.update(
+            {
+                "DAGSTER_HOME": str(self.dagster_home),
+                ENV_LAKEHOUSE_ROOT: str(lake),
+            }
+        )
+
+    def _run(self, service: ServiceT) -> ServiceT:
+        print(f"Starting the {service.name}...", flush=True)
+        service.start()
+        print(f"The {service.name} is up: {service.address}", flush=True)
+        self.services.append(service)
+        self._write_state()
+        return service
+
+    def _write_state(self) -> None:
+        state: dict[str, object] = {
+            s.name: {"pid": s.pid, "address": s.address} for s in self.services
+        }
+        # What a client needs: the producer (broker, lake) and the `dagster` CLI (the instance).
+        client = (ENV_KAFKA_BOOTSTRAP_SERVERS, ENV_LAKEHOUSE_ROOT, "DAGSTER_HOME")
+        state["environment"] = {
+            k: v for k, v in self.env.items() if k in client or k.startswith("DAGSTER_POSTGRES_")
+        }
+        (self.home / "services.json").write_text(json.dumps(state, indent=2) + "\n")
+
+    def supervise(self) -> None:
+        """Start again, in place, each service that exited; until ``stop``."""
+        delays = {id(s): RESTART_DELAY_S[0] for s in self.services}
+        while not self._stopping:
+            for service in self.services:
+                code = service.returncode
+                if code is None or self._stopping:
+                    continue
+                print(f"The {service.name} exited with code {code}; starting it again", flush=True)
+                service.stop()
+                try:
+                    service.start()
+                    delays[id(service)] = RESTART_DELAY_S[0]
+                    print(f"The {service.name} is back: {service.address}", flush=True)
+                except RuntimeError as error:
+                    print(f"{error}\nRetrying in {delays[id(service)]:.0f} s", flush=True)
+                    time.sleep(delays[id(service)])
+                    delays[id(service)] = min(2 * delays[id(service)], RESTART_DELAY_S[1])
+                self._write_state()
+            time.sleep(1.0)
+
+    def stop(self) -> None:
+        """Stop every service, the last started first."""
+        self._stopping = True
+        for service in reversed(self.services):
+            print(f"Stopping the {service.name}", flush=True)
+            service.stop()
+        self.services.clear()
+        (self.home / "services.json").unlink(missing_ok=True)

@@ -1,0 +1,45 @@
+"""`lakehouse up` and the compose deployment describe the same services with the same settings
+(lakehouse_assets/devtools/stack.py, docker-compose.yml): this test keeps them from drifting."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from lakehouse_assets.devtools.postgres import PostgresServer
+from lakehouse_assets.devtools.stack import INSTANCE_FILE, daemon_command, webserver_command
+from resources import ENV_KAFKA_BOOTSTRAP_SERVERS, ENV_LAKEHOUSE_ROOT, ENV_SPARK_REMOTE
+
+REPO_ROOT = Path(__file__).parents[1]
+
+
+def compose() -> dict[str, Any]:
+    return yaml.safe_load((REPO_ROOT / "docker-compose.yml").read_text())["services"]
+
+
+def test_the_same_services_run_in_both_shapes() -> None:
+    # One compose service per process `lakehouse up` starts, in the same roles.
+    assert set(compose()) == {"postgres", "kafka", "spark", "dagster-daemon", "dagster-webserver"}
+
+
+def test_dagster_runs_with_the_same_commands() -> None:
+    services = compose()
+    assert services["dagster-daemon"]["command"] == daemon_command()
+    assert services["dagster-webserver"]["command"] == webserver_command("0.0.0.0", 3000)
+    assert services["spark"]["command"][:2] == ["lakehouse", "spark-server"]
+
+
+def test_dagster_reads_the_same_instance_and_variables(tmp_path: Path) -> None:
+    assert Path("docker") / "dagster.yaml" == INSTANCE_FILE
+    dockerfile = (REPO_ROOT / "docker" / "Dockerfile").read_text()
+    assert "COPY docker/dagster.yaml /opt/dagster/dagster_home/dagster.yaml" in dockerfile
+    for service in ("dagster-daemon", "dagster-webserver"):
+        environment = compose()[service]["environment"]
+        postgres = {name for name in environment if name.startswith("DAGSTER_POSTGRES_")}
+        assert postgres == set(PostgresServer(data_dir=tmp_path).environment)
+        for name in (ENV_LAKEHOUSE_ROOT, ENV_KAFKA_BOOTSTRAP_SERVERS, ENV_SPARK_REMOTE):
+            assert name in environment
+        # Step logs where the webserver reads them: $DAGSTER_HOME/storage, shared.
+        assert "dagster-storage:/opt/dagster/dagster_home/storage" in compose()[service]["volumes"]
