@@ -214,7 +214,7 @@ def test_nothing_is_lost_or_doubled_when_services_die(stack: RunningStack) -> No
         # 1. The daemon's container lost while bronze runs: the daemon, its code servers and
         # the run's worker die; monitoring fails the run, the sensors launch the work again.
         worker = eventually(
-            lambda: started_run_worker(instance, BRONZE), "a bronze run", 300, stack
+            lambda: started_run_worker(instance, BRONZE), "a bronze run", 600, stack
         )
         daemon = stack.pid("dagster-daemon")
         os.killpg(daemon, signal.SIGKILL)
@@ -222,7 +222,7 @@ def test_nothing_is_lost_or_doubled_when_services_die(stack: RunningStack) -> No
         stack.wait_restarted("dagster-daemon", daemon)
 
         # 2. The Spark Connect server killed during a silver merge; run retries run it again.
-        eventually(lambda: started_run_worker(instance, SILVER), "a silver run", 300, stack)
+        eventually(lambda: started_run_worker(instance, SILVER), "a silver run", 600, stack)
         spark = stack.pid("Spark Connect server")
         os.killpg(spark, signal.SIGKILL)
         stack.wait_restarted("Spark Connect server", spark)
@@ -231,7 +231,7 @@ def test_nothing_is_lost_or_doubled_when_services_die(stack: RunningStack) -> No
         batches.append(produce(lake_root, WAVES[1]))
         eventually(
             lambda: runs(instance, [dg.DagsterRunStatus.QUEUED, *IN_PROGRESS], BRONZE),
-            "a bronze run queued or in progress", 300, stack,
+            "a bronze run queued or in progress", 600, stack,
         )  # fmt: skip
         postgres = stack.pid("PostgreSQL server")
         os.killpg(postgres, signal.SIGKILL)
@@ -239,7 +239,7 @@ def test_nothing_is_lost_or_doubled_when_services_die(stack: RunningStack) -> No
 
         # 4. The broker frozen while bronze reads from it.
         batches.append(produce(lake_root, WAVES[2]))
-        eventually(lambda: started_run_worker(instance, BRONZE), "a bronze run", 300, stack)
+        eventually(lambda: started_run_worker(instance, BRONZE), "a bronze run", 600, stack)
         broker = stack.pid("embedded Kafka broker")
         os.kill(broker, signal.SIGSTOP)
         time.sleep(30)
