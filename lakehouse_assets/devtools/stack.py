@@ -212,6 +212,9 @@ class Stack:
                 if code is None or self._stopping:
                     continue
                 print(f"The {service.name} exited with code {code}; starting it again", flush=True)
+                if isinstance(service, EmbeddedBroker):  # in memory: the checkpoints are ahead now
+                    print("The embedded broker's records are lost: its streams will fail on data "
+                          "loss (see LAKEHOUSE_KAFKA_FAIL_ON_DATA_LOSS)", flush=True)  # fmt: skip
                 service.stop()
                 try:
                     service.start()
