@@ -224,6 +224,8 @@ def up(home: Path, port: int, host: str) -> None:
     from lakehouse_assets.devtools.stack import Stack
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # leave the block: the services stop
+    # Ctrl-C stops it even when started where SIGINT is ignored (a shell's background job).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     stack = Stack(home, port, host)
     try:
         stack.start()
