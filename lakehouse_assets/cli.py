@@ -218,29 +218,6 @@ def dev(port: int) -> None:
         subprocess.run([*command, "-p", str(port)], check=False)
 
 
-def up(home: Path, port: int, host: str) -> None:
-    """The production shape: every service its own process, restarted when it exits, until
-    Ctrl-C or SIGTERM (see ``lakehouse_assets.devtools.stack``)."""
-    from lakehouse_assets.devtools.stack import Stack
-
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # leave the block: the services stop
-    # Ctrl-C stops it even when started where SIGINT is ignored (a shell's background job).
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    stack = Stack(home, port, host)
-    try:
-        stack.start()
-        print(f"The lakehouse is up: the Dagster UI is at http://{host}:{port}; Ctrl-C stops it.")
-        print(f"Logs in {stack.home / 'logs'}. To produce the sample data from another shell:")
-        for name in (ENV_KAFKA_BOOTSTRAP_SERVERS, ENV_LAKEHOUSE_ROOT):
-            print(f"  export {name}={os.environ[name]}")
-        print("  lakehouse produce-sample", flush=True)
-        stack.supervise()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        stack.stop()
-
-
 def spark_archive() -> None:
     """Write the Spark driver's class archive (see ``lakehouse_assets.devtools.jvm_archive``)."""
     from lakehouse_assets.devtools.jvm_archive import write_archive
@@ -310,6 +287,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         elif args.command == "dev":
             dev(args.port)
         elif args.command == "up":
+            from lakehouse_assets.devtools.stack import up
+
             up(args.home, args.port, args.host)
         else:
             serve(EmbeddedBroker(port=args.port, keep_log=True), ENV_KAFKA_BOOTSTRAP_SERVERS)

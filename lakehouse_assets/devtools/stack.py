@@ -235,3 +235,24 @@ class Stack:
             service.stop()
         self.services.clear()
         (self.home / "services.json").unlink(missing_ok=True)
+
+
+def up(home: Path, port: int, host: str) -> None:
+    """The production shape: every service its own process, restarted when it exits, until
+    Ctrl-C or SIGTERM: the `lakehouse up` command."""
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # leave the block: the services stop
+    # Ctrl-C stops it even when started where SIGINT is ignored (a shell's background job).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    stack = Stack(home, port, host)
+    try:
+        stack.start()
+        print(f"The lakehouse is up: the Dagster UI is at http://{host}:{port}; Ctrl-C stops it.")
+        print(f"Logs in {stack.home / 'logs'}. To produce the sample data from another shell:")
+        for name in (ENV_KAFKA_BOOTSTRAP_SERVERS, ENV_LAKEHOUSE_ROOT):
+            print(f"  export {name}={os.environ[name]}")
+        print("  lakehouse produce-sample", flush=True)
+        stack.supervise()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        stack.stop()
