@@ -23,11 +23,12 @@ from lakehouse_assets.sensors.streams import SETTINGS, stream_sensors
 from lakehouse_assets.silver.assets import silver_assets
 from lakehouse_assets.sources.assets import (
     source_assets,
-    source_freshness_check,
-    source_sensor,
+    source_freshness_checks,
+    source_sensors,
     source_tables,
 )
 from lakehouse_assets.sources.declarations import (
+    ROUTE,
     SourceDeclaration,
     load_declarations,
     sources_dir,
@@ -69,7 +70,15 @@ def lakehouse_definitions(sources: Sequence[SourceDeclaration] = ()) -> dg.Defin
     )
     declared = [asset for source in sources for asset in source_assets(source)]
     # Every silver table rebuilt from all of its upstream (the run config of each silver asset).
-    silver = [a for a in [*silver_assets, *declared] if SILVER in a.group_names_by_key.values()]
+    # (A route-by-type source's routed tables are merged by id, not rebuilt.)
+    routers = {f"silver_{source.name}" for source in sources if source.mode == ROUTE}
+    silver = [
+        asset
+        for asset in [*silver_assets, *declared]
+        if isinstance(asset, dg.AssetsDefinition)
+        and SILVER in asset.group_names_by_key.values()
+        and asset.node_def.name not in routers
+    ]
     rebuild_job = dg.define_asset_job(
         "silver_full_refresh",
         dg.AssetSelection.assets(*silver),
@@ -81,13 +90,13 @@ def lakehouse_definitions(sources: Sequence[SourceDeclaration] = ()) -> dg.Defin
         assets=[*fitness_assets, *declared],
         asset_checks=[
             *fitness_freshness_checks,
-            *[source_freshness_check(source) for source in sources],
+            *[check for source in sources for check in source_freshness_checks(source)],
         ],
         jobs=[refresh_job, gold_job, rebuild_job, *maintenance_jobs.values(), profiles],
         schedules=[*maintenance_schedules, profile_schedule(profiles)],
         sensors=[
             *stream_sensors,
-            *[source_sensor(source, SETTINGS) for source in sources],
+            *[sensor for source in sources for sensor in source_sensors(source, SETTINGS)],
             automation_sensor,
         ],
         resources=build_resources(),

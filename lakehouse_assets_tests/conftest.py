@@ -20,6 +20,7 @@ from pyspark.sql import SparkSession
 
 from lakehouse_assets import sample_data
 from lakehouse_assets.devtools.broker import EmbeddedBroker
+from lakehouse_assets.devtools.postgres import PostgresServer
 from lakehouse_assets.devtools.spark_server import SparkConnectServer
 from lakehouse_assets.sample_data import Message
 from resources import ENV_SPARK_REMOTE, SparkResource, build_resources
@@ -52,6 +53,13 @@ def spark(spark_remote: str | None) -> Iterator[SparkSession]:
     yield session
     if spark_remote:  # release the session while its server runs (at exit it would retry)
         session.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    """One PostgreSQL server for the session: Dagster's storage, and the document store."""
+    with PostgresServer() as server:
+        yield server
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ packages. A run's record and its materializations live in the database, where an
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +21,6 @@ from lakehouse_assets.devtools.postgres import PostgresServer
 
 REPO_ROOT = Path(__file__).parents[1]
 USERS_KEY = asset_key(SILVER, USERS)
-
-
-@pytest.fixture(scope="module")
-def postgres() -> Iterator[PostgresServer]:
-    with PostgresServer() as server:
-        yield server
 
 
 @pytest.fixture

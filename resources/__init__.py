@@ -14,12 +14,14 @@ from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
     from resources.calendar import CalendarResource
+    from resources.documents import DocumentStoreResource
     from resources.kafka import KafkaResource
     from resources.lake import LakeResource
     from resources.spark import SparkResource
 
 __all__ = [
     "ENV_AS_OF_DATE",
+    "ENV_DOCUMENTS_URL",
     "ENV_FAIL_ON_DATA_LOSS",
     "ENV_GOLD_START_DATE",
     "ENV_KAFKA_BOOTSTRAP_SERVERS",
@@ -31,6 +33,7 @@ __all__ = [
     "ENV_SPARK_MASTER",
     "ENV_SPARK_REMOTE",
     "CalendarResource",
+    "DocumentStoreResource",
     "KafkaResource",
     "LakeResource",
     "SensorSettings",
@@ -50,9 +53,11 @@ ENV_SENSOR_INTERVAL_S: Final = "LAKEHOUSE_SENSOR_INTERVAL_S"
 ENV_FAIL_ON_DATA_LOSS: Final = "LAKEHOUSE_KAFKA_FAIL_ON_DATA_LOSS"
 ENV_LAG_THRESHOLD: Final = "LAKEHOUSE_LAG_THRESHOLD"
 ENV_LAG_MAX_WAIT_S: Final = "LAKEHOUSE_LAG_MAX_WAIT_S"
+ENV_DOCUMENTS_URL: Final = "LAKEHOUSE_DOCUMENTS_URL"  # route-by-type sources' document store
 
 _MODULE_OF = {
     "CalendarResource": "calendar",
+    "DocumentStoreResource": "documents",
     "KafkaResource": "kafka",
     "LakeResource": "lake",
     "SparkResource": "spark",
@@ -84,6 +89,7 @@ def build_resources(environ: dict[str, str] | None = None) -> dict[str, Any]:
         environ: the variables to read; the process environment when None.
     """
     from resources.calendar import CalendarResource
+    from resources.documents import DocumentStoreResource
     from resources.kafka import KafkaResource
     from resources.lake import LakeResource
     from resources.spark import SparkResource
@@ -101,6 +107,7 @@ def build_resources(environ: dict[str, str] | None = None) -> dict[str, Any]:
         ),
         "lake": LakeResource(root=env.get(ENV_LAKEHOUSE_ROOT, "lake")),
         "calendar": CalendarResource(as_of_date=env.get(ENV_AS_OF_DATE) or None),
+        "documents": DocumentStoreResource(url=env.get(ENV_DOCUMENTS_URL) or None),
     }
 
 

@@ -83,6 +83,11 @@ class PostgresServer(LocalService):
         return f"{LOOPBACK}:{self.port}"
 
     @property
+    def url(self) -> str:
+        """The libpq URL of the ``dagster`` database."""
+        return f"postgresql://{self.user}@{self.address}/{DATABASE}"
+
+    @property
     def environment(self) -> dict[str, str]:
         """The variables ``dagster.yaml``'s Postgres storage reads to reach this server."""
         return {

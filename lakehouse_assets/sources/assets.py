@@ -23,8 +23,9 @@ from lakehouse_assets.partitions import silver_automation
 from lakehouse_assets.profiling.store import profile_after_write
 from lakehouse_assets.sensors.streams import kafka_lag_sensor
 from lakehouse_assets.silver.columns import QUARANTINE
+from lakehouse_assets.sources import route_assets
 from lakehouse_assets.sources.columns import ADDED, field_description
-from lakehouse_assets.sources.declarations import CDC_MODES, SourceDeclaration
+from lakehouse_assets.sources.declarations import CDC_MODES, ROUTE, SourceDeclaration
 from lakehouse_assets.sources.refine import Refined, refine, reinfer_schema, schema_path
 from lakehouse_assets.sources.writes import deletes_table, quarantine_table
 from lakehouse_assets.table_metadata import code_references, table_metadata
@@ -178,25 +179,36 @@ def silver_asset(source: SourceDeclaration) -> dg.AssetsDefinition:
     return _asset
 
 
-def source_assets(source: SourceDeclaration) -> list[dg.AssetsDefinition]:
+def source_assets(source: SourceDeclaration) -> list[dg.AssetsDefinition | dg.AssetSpec]:
     """Every asset of a declared source."""
+    if source.mode == ROUTE:
+        return route_assets.route_assets(source)
     return [bronze_asset(source), silver_asset(source)]
 
 
-def source_sensor(source: SourceDeclaration, settings: SensorSettings) -> dg.SensorDefinition:
-    """The Kafka lag sensor launching the source's bronze stream."""
+def source_sensors(
+    source: SourceDeclaration, settings: SensorSettings
+) -> list[dg.SensorDefinition]:
+    """The Kafka lag sensors launching the source's bronze streams."""
+    if source.mode == ROUTE:
+        return route_assets.route_sensors(source, settings)
     topics = [source.topic] if source.topic else []
-    return kafka_lag_sensor(source.name, settings, topics, pattern=source.topic_pattern)
+    return [kafka_lag_sensor(source.name, settings, topics, pattern=source.topic_pattern)]
 
 
-def source_freshness_check(source: SourceDeclaration) -> dg.AssetChecksDefinition:
-    """The freshness of the source's bronze table against its topics (reported by its sensor)."""
+def source_freshness_checks(source: SourceDeclaration) -> list[dg.AssetChecksDefinition]:
+    """The freshness of the source's bronze tables against their topics (reported by the
+    sensors)."""
+    if source.mode == ROUTE:
+        return route_assets.route_freshness_checks(source)
     topics = [source.topic] if source.topic else []
-    return kafka_freshness_check(source.name, topics, pattern=source.topic_pattern)
+    return [kafka_freshness_check(source.name, topics, pattern=source.topic_pattern)]
 
 
 def source_tables(source: SourceDeclaration) -> dict[str, list[str]]:
     """The source's tables per layer (for maintenance)."""
+    if source.mode == ROUTE:
+        return route_assets.route_tables(source)
     silver = [source.name, quarantine_table(source)]
     if source.mode in CDC_MODES:
         silver.append(deletes_table(source))

@@ -10,6 +10,8 @@ A declaration (``sources/orders.yaml``; the file's name is the source's name)::
     order_by: source.lsn             # default: the Kafka offset
     partition_by: [country, date(created_at)]
 
+A ``route-by-type`` source adds a ``routing`` block (``lakehouse_assets.sources.routing``).
+
 A file that does not validate is reported with its file, line and field, and skipped: the other
 sources still load.
 """
@@ -27,6 +29,7 @@ import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from lakehouse_assets.constants import QUARANTINE_SUFFIX
+from lakehouse_assets.sources.routing import SEPARATOR, Routing
 
 ENV_SOURCES_DIR = "LAKEHOUSE_SOURCES"
 DEFAULT_SOURCES_DIR = "sources"
@@ -37,8 +40,9 @@ FIELD_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 DATE_OF = re.compile(r"date\(\s*([A-Za-z_][A-Za-z0-9_]*)\s*\)")
 
 Format = Literal["json", "debezium-json", "avro"]
-Mode = Literal["append", "latest-per-key", "cdc-scd1", "cdc-scd2"]
+Mode = Literal["append", "latest-per-key", "cdc-scd1", "cdc-scd2", "route-by-type"]
 CDC_MODES = ("cdc-scd1", "cdc-scd2")
+ROUTE = "route-by-type"
 
 
 def _partition_entry(entry: str) -> str:
@@ -90,6 +94,9 @@ class SourceDeclaration(BaseModel):
     sample_size: int = Field(
         default=10_000, gt=0, description="Records the schema is first inferred from at most."
     )
+    routing: Routing | None = Field(
+        default=None, description="route-by-type: the document store, filters and locations."
+    )
 
     @field_validator("name")
     @classmethod
@@ -124,6 +131,11 @@ class SourceDeclaration(BaseModel):
             match = DATE_OF.fullmatch(entry)
             columns.append((f"{match[1]}_date", match[1]) if match else (entry, None))
         return columns
+
+    @property
+    def separator(self) -> str:
+        """Between a flattened column's parent and child names: ``__`` in routed tables."""
+        return SEPARATOR if self.mode == ROUTE else "_"
 
     @property
     def keyed(self) -> bool:
@@ -249,6 +261,18 @@ def _rule_errors(declaration: SourceDeclaration) -> Iterator[tuple[str, str]]:
             table_schema(read_avsc(Path(declaration.avro_schema)), declaration.avro_schema)
         except AvroSchemaError as error:
             yield "avro_schema", str(error)
+    if (declaration.mode == ROUTE) != (declaration.routing is not None):
+        yield "routing", "a route-by-type source has a 'routing' block (and only such a source)"
+    if declaration.mode == ROUTE and declaration.format != "json":
+        yield "format", "route-by-type reads JSON change notices: 'json'"
+    if declaration.mode == ROUTE and declaration.keys:
+        yield "keys", "route-by-type keys documents by their id: leave 'keys' out"
+    if declaration.mode == ROUTE and declaration.routing is not None:
+        locations = declaration.routing.locations
+        derived = ["month", *(locations.columns if locations else [])]
+        for entry in declaration.partition_by:
+            if entry not in derived:
+                yield "partition_by", f"a routed table is partitioned by some of {derived}"
     if declaration.mode == "append" and declaration.order_by != OFFSET:
         yield "order_by", "an append source keeps every record: 'order_by' does not apply"
 

@@ -68,11 +68,13 @@ def grow(schema: Schema, reports: Sequence[tuple[str, int]]) -> Schema:
     return grown
 
 
-def changes(before: Schema, after: Schema, flatten: bool) -> tuple[list[str], list[str]]:
+def changes(
+    before: Schema, after: Schema, flatten: bool, separator: str = "_"
+) -> tuple[list[str], list[str]]:
     """The columns ``after`` adds to ``before``, and those whose type it changes."""
-    old = {name: declared for name, _, declared in types.leaves(before, flatten)}
+    old = {name: declared for name, _, declared in types.leaves(before, flatten, separator)}
     added, widened = [], []
-    for name, _, declared in types.leaves(after, flatten):
+    for name, _, declared in types.leaves(after, flatten, separator):
         if name not in old:
             added.append(name)
         elif types.spark_type(old[name]) != types.spark_type(declared):

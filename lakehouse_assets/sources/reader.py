@@ -41,9 +41,10 @@ class ReadSpec:
     order_by: str = "offset"
     avsc: str | None = None  # the Avro schema, JSON
     avro_framing: str = "confluent"
+    separator: str = "_"  # between a flattened column's parent and child names
 
     def leaves(self) -> list[tuple[str, tuple[str, ...], Type]]:
-        return list(types.leaves(self.schema, self.flatten))
+        return list(types.leaves(self.schema, self.flatten, self.separator))
 
 
 def _slow_json(value: bytes) -> Any:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -96,7 +97,7 @@ def read_spec(source: SourceDeclaration, schema: Schema) -> ReadSpec:
     return ReadSpec(
         schema=schema, flatten=source.flatten, format=source.format, mode=source.mode,
         keys=source.keys if source.mode in CDC_MODES else (), order_by=source.order_by,
-        avsc=avsc, avro_framing=source.avro_framing,
+        avsc=avsc, avro_framing=source.avro_framing, separator=source.separator,
     )  # fmt: skip
 
 
@@ -104,11 +105,12 @@ def _avsc(source: SourceDeclaration) -> dict[str, Any]:
     return avro.read_avsc(Path(str(source.avro_schema)))
 
 
-def read_records(changes: DataFrame, spec: ReadSpec) -> DataFrame:
+def read_records(changes: DataFrame, spec: ReadSpec, carry: Sequence[str] = ()) -> DataFrame:
     """Bronze changes read on the executors (``reader.read_batches``): the typed columns of the
     schema, ``reason``, ``_issues``, ``_deleted``, ``_skipped`` (and ``_op``, ``_sequence`` for
-    Debezium), the value's bytes kept for rejected records only."""
-    narrow = changes.select(*[c for c in READ_COLUMNS if c in changes.columns])
+    Debezium), the value's bytes kept for rejected records only; and the ``carry`` columns."""
+    read = [*READ_COLUMNS, *carry]
+    narrow = changes.select(*[c for c in read if c in changes.columns])
     added = StructType(
         [StructField(name, from_arrow_type(kind)) for name, kind in output_fields(spec)]
     )
@@ -128,13 +130,13 @@ def refine(
     ``changes``; with ``rebuild``, ``changes`` are all of bronze and each table is replaced in
     one commit (readers see the old table until then)."""
     done = Refined()
-    schema, typed = _read_growing(lake, source, changes, done)
+    schema, typed = read_growing(lake, source, changes, done)
     done.read = typed.count()  # checkpointed: no second read
     if done.widened and not rebuild and lake.exists(SILVER, source.name):
         writes.widen_table(lake, spark, source, schema)
     done.rejected = _quarantine(lake, source, typed, markers, rebuild)
     valid = typed.where(F.col(REASON).isNull() & ~F.col(SKIPPED))
-    columns = [column for column, _, _ in types.leaves(schema, source.flatten)]
+    columns = [column for column, _, _ in types.leaves(schema, source.flatten, source.separator)]
     keep = [DELETED, *([OP, SEQUENCE] if source.mode in CDC_MODES else [])]
     rows = transforms.refined(valid, columns, source.partition_columns, keep)
     if rebuild:
@@ -146,12 +148,17 @@ def refine(
     return done
 
 
-def _read_growing(
-    lake: LakeResource, source: SourceDeclaration, changes: DataFrame, done: Refined
+def read_growing(
+    lake: LakeResource,
+    source: SourceDeclaration,
+    changes: DataFrame,
+    done: Refined,
+    carry: Sequence[str] = (),
 ) -> tuple[Schema, DataFrame]:
-    """The schema the batch is read with and the records read with it (checkpointed): the file's
-    schema (the .avsc's for Avro; inferred on the first run), grown by what the batch shows, in
-    which case the batch is read again. The grown schema is saved."""
+    """The schema the batch is read with and the records read with it (checkpointed, with the
+    ``carry`` columns): the file's schema (the .avsc's for Avro; inferred on the first run),
+    grown by what the batch shows, in which case the batch is read again. The grown schema is
+    saved."""
     stored = schema = load_schema(lake, source)
     if source.format == "avro":  # declared, not inferred: the .avsc grows the file's schema
         declared = avro.table_schema(_avsc(source), str(source.avro_schema))
@@ -162,13 +169,15 @@ def _read_growing(
         done.schema_inferred = True
     # Checkpointed, not cached: kept as rows, it costs the read and little more (caching the
     # typed rows in columns took as long again).
-    typed = read_records(changes, read_spec(source, schema)).localCheckpoint(eager=True)
+    typed = read_records(changes, read_spec(source, schema), carry).localCheckpoint(eager=True)
     grown = evolution.grow(schema, evolution.issues_of(typed))
     if grown != schema:
-        typed = read_records(changes, read_spec(source, grown)).localCheckpoint(eager=True)
+        typed = read_records(changes, read_spec(source, grown), carry).localCheckpoint(eager=True)
     if grown != stored:
         lake.write_text(types.dumps(grown), *schema_path(source))
-    done.added, done.widened = evolution.changes(stored or {}, grown, source.flatten)
+    done.added, done.widened = evolution.changes(
+        stored or {}, grown, source.flatten, source.separator
+    )
     return grown, typed
 
 

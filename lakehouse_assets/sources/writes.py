@@ -121,7 +121,8 @@ def widen_table(
     """Rewrite ``silver.<source>`` with its columns in the wider types of ``schema`` (a Delta
     column's type changes only by a rewrite; the rows are the same: no data change)."""
     stored = lake.read(spark, SILVER, source.name)
-    wanted = {name: types.data_type(t) for name, _, t in types.leaves(schema, source.flatten)}
+    leaves = types.leaves(schema, source.flatten, source.separator)
+    wanted = {name: types.data_type(t) for name, _, t in leaves}
     columns, changed = [], False
     for column in stored.schema.fields:
         target = wanted.get(column.name)

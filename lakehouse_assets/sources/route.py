@@ -1,0 +1,249 @@
+"""A ``route-by-type`` source's batch of change notices into the lake: each document read from the
+store (in bulk, on the executors), typed with its table's schema, enriched with its user's
+location, and merged into ``silver.<domain>_<topic>_<type>`` by id; deletes and moves applied.
+
+Order of writes: the routed tables, then the quarantine, then the document index, which records
+the bronze version consumed. Each write carries that version's marker, so a re-run after a crash
+skips what was written and neither loses nor repeats a notice.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_type
+from pyspark.sql.types import StructField, StructType
+
+from lakehouse_assets.constants import SILVER
+from lakehouse_assets.silver.validation import REASON, kafka_quarantine
+from lakehouse_assets.sources import documents, notices, transforms
+from lakehouse_assets.sources import schema as types
+from lakehouse_assets.sources.declarations import SourceDeclaration
+from lakehouse_assets.sources.reader import SKIPPED
+from lakehouse_assets.sources.refine import Refined, read_growing
+from lakehouse_assets.sources.routing import Routing
+from lakehouse_assets.sources.writes import quarantine_table, widen_table
+from resources import LakeResource
+from resources.delta import Markers
+
+INDEX_SUFFIX, LOCATIONS_SUFFIX = "_documents", "_locations"
+MONTH = "month"
+USER = "_user"
+# What a routed table keeps of its notice besides the document's fields.
+CARRY = [notices.SEQUENCE]
+
+
+def index_table(source: SourceDeclaration) -> str:
+    """The document index: where each document is, as of which notice."""
+    return f"{source.name}{INDEX_SUFFIX}"
+
+
+def locations_table(source: SourceDeclaration) -> str:
+    """The location hierarchy (silver), and its bronze stream of location records."""
+    return f"{source.name}{LOCATIONS_SUFFIX}"
+
+
+@dataclass
+class RoutedTable:
+    """One routed table written by a batch."""
+
+    table: str
+    partition: str  # <domain>/<topic>/<type>
+    rows: int = 0  # documents upserted
+    deleted: int = 0  # documents deleted (or moved away)
+    added: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Routed:
+    """What one run did with a batch of change notices."""
+
+    read: int = 0
+    rejected: int = 0
+    filtered: int = 0  # notices of domains or types not kept
+    missing: int = 0  # documents the store no longer has (deleted meanwhile): skipped
+    lookups: int = 0  # queries to the document store
+    tables: list[RoutedTable] = field(default_factory=list)
+
+    def metadata(self) -> dict[str, Any]:
+        return {
+            "notices_read": self.read,
+            "notices_rejected": self.rejected,
+            "notices_filtered": self.filtered,
+            "documents_missing": self.missing,
+            "document_store_queries": self.lookups,
+            "tables_written": len(self.tables),
+        }
+
+
+def update_locations(
+    lake: LakeResource, source: SourceDeclaration, records: DataFrame, markers: Markers
+) -> None:
+    """Merge the newest record of each location among ``records`` into the hierarchy."""
+    table = locations_table(source)
+    if not lake.holds(SILVER, table, markers):
+        latest = notices.locations(records).toArrow()
+        lake.merge(SILVER, table, latest, ["location_id"], markers=markers)
+
+
+def route(
+    lake: LakeResource,
+    spark: SparkSession,
+    source: SourceDeclaration,
+    changes: DataFrame,
+    markers: Markers,
+    store_url: str,
+) -> Routed:
+    """Apply the notices among ``changes`` (bronze rows) to the routed tables and the index."""
+    routing = _routing(source)
+    done = Routed()
+    read = notices.notices(changes, routing, source.order_by).localCheckpoint(eager=True)
+    valid = read.where(F.col(REASON).isNull())
+    kept = notices.allowed(valid, routing)
+    done.read, done.rejected = read.count(), read.where(F.col(REASON).isNotNull()).count()
+    done.filtered = done.read - done.rejected - kept.count()
+    planned = notices.plan(notices.newest(kept), _index(lake, spark, source)).localCheckpoint()
+    fetched = _fetch(planned.where(~F.col(notices.DELETED)), routing, store_url)
+    found = fetched.where(F.col(documents.DOCUMENT).isNotNull())
+    counts = fetched.agg(F.sum(documents.LOOKUPS), F.count_if(F.col(documents.DOCUMENT).isNull()))
+    done.lookups, done.missing = (int(value or 0) for value in counts.first() or (0, 0))
+    removals = notices.deletes(planned).localCheckpoint()
+    rejects = [kafka_quarantine(read)]
+    for table, partition, kind in _targets(found, removals):
+        written = RoutedTable(table, partition)
+        docs = found.where(F.col(notices.TABLE) == table)
+        rejected = _write_table(lake, spark, source, kind, docs, removals, markers, written)
+        rejects += [rejected] if rejected is not None else []
+        done.tables.append(written)
+    _quarantine(lake, source, rejects, markers)
+    missing = fetched.where(F.col(documents.DOCUMENT).isNull()).select(notices.ID)
+    index = notices.index_rows(planned.join(missing, notices.ID, "left_anti")).toArrow()
+    lake.merge(
+        SILVER, index_table(source), index, [notices.ID], markers=markers,
+        update_when=f"source.{notices.SEQUENCE} > target.{notices.SEQUENCE}",
+    )  # fmt: skip
+    return done
+
+
+def _routing(source: SourceDeclaration) -> Routing:
+    if source.routing is None:
+        raise ValueError(f"{source.name} is not a route-by-type source")
+    return source.routing
+
+
+def _index(lake: LakeResource, spark: SparkSession, source: SourceDeclaration) -> DataFrame:
+    if lake.exists(SILVER, index_table(source)):
+        return lake.read(spark, SILVER, index_table(source))
+    columns = f"{notices.ID} string, {notices.TABLE} string, {notices.SEQUENCE} decimal(38,6)"
+    return spark.createDataFrame([], columns)
+
+
+def _fetch(upserts: DataFrame, routing: Routing, store_url: str) -> DataFrame:
+    """``upserts`` with their documents read from the store (checkpointed: one read)."""
+    tables = {kind: declared.table for kind, declared in routing.documents.items()}
+    read = functools.partial(
+        documents.read_documents, url=store_url, tables=tables, kind_column=notices.KIND,
+        id_column=notices.ID,
+    )  # fmt: skip
+    added = [StructField(name, from_arrow_type(kind)) for name, kind in documents.output_fields()]
+    schema = StructType([*upserts.schema.fields, *added])
+    return upserts.mapInArrow(read, schema).localCheckpoint(eager=True)
+
+
+def _targets(found: DataFrame, removals: DataFrame) -> list[tuple[str, str, str | None]]:
+    """``(table, partition key, document kind)`` of each table the batch writes to, by name."""
+    seen = found.select(notices.TABLE, notices.DOMAIN, "topic", notices.TYPE, notices.KIND)
+    written = {row[0]: (f"{row[1]}/{row[2]}/{row[3]}", row[4]) for row in seen.distinct().collect()}
+    for (table,) in removals.select(notices.TABLE).distinct().collect():
+        written.setdefault(table, ("", None))
+    return [(table, *written[table]) for table in sorted(written)]
+
+
+def _write_table(
+    lake: LakeResource,
+    spark: SparkSession,
+    source: SourceDeclaration,
+    kind: str | None,
+    docs: DataFrame,
+    removals: DataFrame,
+    markers: Markers,
+    written: RoutedTable,
+) -> DataFrame | None:
+    """Merge a table's documents and deletes; returns its rejected documents (quarantine shape)."""
+    table_source = source.model_copy(update={"name": written.table})
+    gone = removals.where(F.col(notices.TABLE) == written.table).select(notices.ID).toArrow()
+    deletes = gone.append_column(notices.DELETED, pa.array([True] * gone.num_rows, pa.bool_()))
+    written.deleted = gone.num_rows
+    if kind is None:  # deletes only
+        if lake.exists(SILVER, written.table) and not lake.holds(SILVER, written.table, markers):
+            _merge(lake, source, written.table, deletes, markers)
+        return None
+    as_changes = docs.select(
+        *notices.KAFKA, F.col(notices.ID).cast("binary").alias("key"),
+        F.col(documents.DOCUMENT).alias("value"), *CARRY,
+    )  # fmt: skip
+    progress = Refined()
+    schema, typed = read_growing(lake, table_source, as_changes, progress, CARRY)
+    written.added = progress.added
+    if progress.widened and lake.exists(SILVER, written.table):  # before the merge: no casts
+        widen_table(lake, spark, table_source, schema)
+    valid = typed.where(F.col(REASON).isNull() & ~F.col(SKIPPED))
+    columns = [c for c, _, _ in types.leaves(schema, True, source.separator) if c != notices.ID]
+    rows = _enriched(lake, spark, source, kind, transforms.refined(valid, columns, [], CARRY))
+    if not lake.holds(SILVER, written.table, markers):
+        upserts = rows.withColumn(notices.DELETED, F.lit(False)).toArrow()
+        written.rows = upserts.num_rows
+        changes = pa.concat_tables([upserts, deletes], promote_options="default")
+        _merge(lake, source, written.table, changes, markers)
+    return kafka_quarantine(typed)
+
+
+def _merge(
+    lake: LakeResource, source: SourceDeclaration, table: str, changes: pa.Table, markers: Markers
+) -> None:
+    partition_by = [column for column, _ in source.partition_columns]
+    lake.merge(
+        SILVER, table, changes, [notices.ID], markers=markers, delete_flag=notices.DELETED,
+        partition_by=partition_by, within_partitions=False,
+    )  # fmt: skip
+
+
+def _enriched(
+    lake: LakeResource, spark: SparkSession, source: SourceDeclaration, kind: str, rows: DataFrame
+) -> DataFrame:
+    """``rows`` with ``_id``, ``month`` (the first day of the month of the kind's date field)
+    and the location ids of the document's user (nulls without a location)."""
+    routing = _routing(source)
+    declared = routing.documents[kind]
+    rows = rows.withColumn(notices.ID, F.col("_kafka_key"))
+    month_column = declared.month_from.replace(".", source.separator)
+    month = F.trunc(F.try_to_timestamp(F.col(f"`{month_column}`")), "month").cast("date")
+    rows = rows.withColumn(
+        MONTH, month if month_column in rows.columns else F.lit(None).cast("date")
+    )
+    if routing.locations is None:
+        return rows
+    levels = routing.locations.columns
+    user_column = (declared.user_from or "").replace(".", source.separator)
+    user = F.col(f"`{user_column}`").cast("string") if user_column in rows.columns else F.lit(None)
+    rows = rows.withColumn(USER, user.cast("string"))
+    if lake.exists(SILVER, locations_table(source)):
+        hierarchy = lake.read(spark, SILVER, locations_table(source))
+        ancestors = notices.user_ancestors(hierarchy, routing.locations.levels)
+        return rows.join(ancestors, USER, "left").drop(USER)
+    return rows.drop(USER).select("*", *[F.lit(None).cast("string").alias(c) for c in levels])
+
+
+def _quarantine(
+    lake: LakeResource, source: SourceDeclaration, rejects: list[DataFrame], markers: Markers
+) -> None:
+    table = quarantine_table(source)
+    if lake.holds(SILVER, table, markers):
+        return
+    rejected = functools.reduce(DataFrame.unionByName, rejects)
+    lake.append(SILVER, table, rejected, markers=markers)

@@ -1,0 +1,197 @@
+"""The Dagster side of a ``route-by-type`` source: bronze streams of its notices (and locations),
+one silver run routing each batch, and ``silver/<name>``, an asset with one dynamic partition per
+``<domain>/<topic>/<type>`` whose materializations show each routed table and its row count."""
+
+from collections.abc import Iterator
+from typing import Any
+
+import dagster as dg
+
+from lakehouse_assets.bronze.assets import kafka_bronze_asset
+from lakehouse_assets.checks.freshness import kafka_freshness_check
+from lakehouse_assets.constants import BRONZE, SILVER, asset_key, asset_tags, consumer_app_id
+from lakehouse_assets.partitions import silver_automation
+from lakehouse_assets.sensors.streams import kafka_lag_sensor
+from lakehouse_assets.silver.columns import QUARANTINE
+from lakehouse_assets.sources.declarations import SourceDeclaration
+from lakehouse_assets.sources.route import (
+    Routed,
+    index_table,
+    locations_table,
+    route,
+    update_locations,
+)
+from lakehouse_assets.sources.routing import Routing
+from lakehouse_assets.sources.writes import quarantine_table
+from lakehouse_assets.table_metadata import code_references, table_metadata
+from resources import DocumentStoreResource, LakeResource, SensorSettings, SparkResource
+
+KINDS = {"spark", "delta", "postgres"}
+
+
+def types_partitions(source: SourceDeclaration) -> dg.DynamicPartitionsDefinition:
+    """One partition per routed table, ``<domain>/<topic>/<type>``, added when first seen."""
+    return dg.DynamicPartitionsDefinition(name=f"{source.name}_types")
+
+
+def _routing(source: SourceDeclaration) -> Routing:
+    if source.routing is None:
+        raise ValueError(f"{source.name} is not a route-by-type source")
+    return source.routing
+
+
+def routed_tables_spec(source: SourceDeclaration) -> dg.AssetSpec:
+    """``silver/<name>``: the routed tables, one partition each (materialized by the router)."""
+    return dg.AssetSpec(
+        asset_key(SILVER, source.name),
+        description=f"The documents of `{source.name}`, one Delta table per domain, topic and "
+        "type (`silver/<domain>_<topic>_<type>`; this asset's partition "
+        "`<domain>/<topic>/<type>`), merged by `_id`, nested fields flattened with `__`, with "
+        "`month` and the user's location ids. Written by `silver_" + source.name + "`.",
+        deps=[asset_key(SILVER, index_table(source))],
+        group_name=SILVER,
+        kinds={"delta"},
+        partitions_def=types_partitions(source),
+        owners=list(source.owners) or None,
+        tags=asset_tags(SILVER, source.name),
+    )
+
+
+def router_asset(source: SourceDeclaration) -> dg.AssetsDefinition:
+    """``silver/<name>_documents`` (the index), the quarantine and the location hierarchy, and
+    the routed tables, from the source's bronze notices and locations."""
+    routing = _routing(source)
+    upstream = asset_key(BRONZE, source.name)
+    deps = [upstream]
+    common: dict[str, Any] = {
+        "group_name": SILVER, "kinds": KINDS, "automation_condition": silver_automation,
+        "owners": list(source.owners) or None, "tags": asset_tags(SILVER, source.name),
+        "metadata": code_references(route=route),
+    }  # fmt: skip
+    specs = [
+        dg.AssetSpec(
+            asset_key(SILVER, index_table(source)),
+            description=f"Where each `{source.name}` document is (`_table`), as of which notice "
+            "(`_sequence`), and whether it was deleted: finds the table of a hard delete, and "
+            "keeps an older notice arriving late from undoing a newer one.",
+            deps=deps, **common,
+        ),
+        dg.AssetSpec(
+            asset_key(SILVER, quarantine_table(source)),
+            description=f"Rejected `{source.name}` notices and documents: bytes, readable text, "
+            "reason, Kafka coordinates.",
+            deps=deps, **common,
+        ),
+    ]  # fmt: skip
+    if routing.locations is not None:
+        deps.append(asset_key(BRONZE, locations_table(source)))
+        specs.append(
+            dg.AssetSpec(
+                asset_key(SILVER, locations_table(source)),
+                description=f"The location hierarchy of `{source.name}` (the newest record per "
+                "`location_id`): enriches each document with its user's location ids.",
+                deps=[asset_key(BRONZE, locations_table(source))],
+                **common,
+            )
+        )
+
+    @dg.multi_asset(name=f"silver_{source.name}", specs=specs)
+    def _asset(
+        context: dg.AssetExecutionContext,
+        spark: SparkResource,
+        lake: LakeResource,
+        documents: DocumentStoreResource,
+    ) -> Iterator[dg.MaterializeResult]:
+        session = spark.get_session()
+        url = documents.checked_url(sorted({d.table for d in routing.documents.values()}))
+        if routing.locations is not None:
+            upstream_locations = (BRONZE, locations_table(source))
+            app_id = consumer_app_id(locations_table(source), upstream_locations)
+            if lake.exists(*upstream_locations):
+                consumed = lake.committed_version(SILVER, locations_table(source), app_id)
+                records, version = lake.changes_since(session, *upstream_locations, consumed)
+                if version != consumed:
+                    update_locations(lake, source, records, {app_id: version})
+            yield dg.MaterializeResult(
+                asset_key=asset_key(SILVER, locations_table(source)),
+                metadata=table_metadata(lake, SILVER, locations_table(source)),
+            )
+        app_id = consumer_app_id(index_table(source), (BRONZE, source.name))
+        consumed = lake.committed_version(SILVER, index_table(source), app_id)
+        done = Routed()
+        if lake.exists(BRONZE, source.name):
+            changes, version = lake.changes_since(session, BRONZE, source.name, consumed)
+            if version != consumed:
+                done = route(lake, session, source, changes, {app_id: version}, url)
+                context.log.info(f"silver.{source.name}: {done.metadata()}")
+        new_keys = [t.partition for t in done.tables if t.partition]
+        context.instance.add_dynamic_partitions(types_partitions(source).name or "", new_keys)
+        for written in done.tables:
+            if written.partition:
+                context.log_event(
+                    dg.AssetMaterialization(
+                        asset_key=asset_key(SILVER, source.name),
+                        partition=written.partition,
+                        metadata={
+                            **table_metadata(lake, SILVER, written.table),
+                            "rows_upserted": written.rows,
+                            "rows_deleted": written.deleted,
+                            "columns_added": ", ".join(written.added) or "-",
+                        },
+                    )
+                )
+        yield dg.MaterializeResult(
+            asset_key=asset_key(SILVER, index_table(source)),
+            metadata={**table_metadata(lake, SILVER, index_table(source)), **done.metadata()},
+        )
+        yield dg.MaterializeResult(
+            asset_key=asset_key(SILVER, quarantine_table(source)),
+            metadata=table_metadata(lake, SILVER, quarantine_table(source), QUARANTINE),
+        )
+
+    return _asset
+
+
+def route_assets(source: SourceDeclaration) -> list[dg.AssetsDefinition | dg.AssetSpec]:
+    """Every asset of a route-by-type source."""
+    routing = _routing(source)
+    topics = [source.topic] if source.topic else []
+    bronze = [
+        kafka_bronze_asset(
+            source.name, topics, pattern=source.topic_pattern,
+            description=source.description, owners=source.owners,
+        )
+    ]  # fmt: skip
+    if routing.locations is not None:
+        bronze.append(kafka_bronze_asset(locations_table(source), [routing.locations.topic]))
+    return [*bronze, router_asset(source), routed_tables_spec(source)]
+
+
+def route_streams(source: SourceDeclaration) -> list[tuple[str, list[str], str | None]]:
+    """``(bronze table, topics, pattern)`` of each stream of the source."""
+    routing = _routing(source)
+    streams = [(source.name, [source.topic] if source.topic else [], source.topic_pattern)]
+    if routing.locations is not None:
+        streams.append((locations_table(source), [routing.locations.topic], None))
+    return streams
+
+
+def route_sensors(source: SourceDeclaration, settings: SensorSettings) -> list[dg.SensorDefinition]:
+    return [
+        kafka_lag_sensor(t, settings, topics, pattern)
+        for t, topics, pattern in route_streams(source)
+    ]
+
+
+def route_freshness_checks(source: SourceDeclaration) -> list[dg.AssetChecksDefinition]:
+    return [
+        kafka_freshness_check(t, topics, pattern) for t, topics, pattern in route_streams(source)
+    ]
+
+
+def route_tables(source: SourceDeclaration) -> dict[str, list[str]]:
+    """The source's fixed tables per layer (the routed tables are found in the lake)."""
+    silver = [index_table(source), quarantine_table(source)]
+    if _routing(source).locations is not None:
+        silver.append(locations_table(source))
+    return {BRONZE: [t for t, _, _ in route_streams(source)], SILVER: silver}
