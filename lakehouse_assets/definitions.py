@@ -49,7 +49,8 @@ def lakehouse_definitions(sources: Sequence[SourceDeclaration] = ()) -> dg.Defin
     for source in sources:
         for layer, tables in source_tables(source).items():
             extra_tables.setdefault(layer, []).extend(tables)
-    maintenance_jobs, maintenance_schedules = maintenance_definitions(extra_tables)
+    routed = [source.name for source in sources if source.mode == ROUTE]
+    maintenance_jobs, maintenance_schedules = maintenance_definitions(extra_tables, routed)
     profiles = profile_job(
         {layer: [*tables, *extra_tables.get(layer, ())] for layer, tables in LAYER_TABLES.items()}
     )
@@ -71,7 +72,7 @@ def lakehouse_definitions(sources: Sequence[SourceDeclaration] = ()) -> dg.Defin
     declared = [asset for source in sources for asset in source_assets(source)]
     # Every silver table rebuilt from all of its upstream (the run config of each silver asset).
     # (A route-by-type source's routed tables are merged by id, not rebuilt.)
-    routers = {f"silver_{source.name}" for source in sources if source.mode == ROUTE}
+    routers = {f"silver_{name}" for name in routed}
     silver = [
         asset
         for asset in [*silver_assets, *declared]

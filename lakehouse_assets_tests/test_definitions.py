@@ -73,10 +73,29 @@ def test_each_declared_source_becomes_assets_a_lag_sensor_and_maintained_tables(
     assert "prices\\.(eu|us)" in (bronze.description or "")
     sensors = {sensor.name for sensor in built.sensors or ()}
     assert {"clicks_kafka_lag", "customers_kafka_lag", "prices_kafka_lag"} <= sensors
-    assert source_tables(sources[1]) == {
+    by_name = {source.name: source for source in sources}
+    assert source_tables(by_name["customers"]) == {
         "bronze": ["customers"],
         "silver": ["customers", "customers_quarantine", "customers_deletes"],
     }
+
+
+def test_a_route_by_type_source_has_a_partition_per_routed_table_and_streams_for_locations() -> (
+    None
+):
+    sources, _ = load_declarations(EXAMPLES)
+    built = lakehouse_definitions(sources)
+    specs = {spec.key: spec for spec in built.resolve_all_asset_specs()}
+    routed = specs[dg.AssetKey(["silver", "commcare"])]
+    assert isinstance(routed.partitions_def, dg.DynamicPartitionsDefinition)
+    assert routed.partitions_def.name == "commcare_types"
+    for key in (["bronze", "commcare"], ["bronze", "commcare_locations"],
+                ["silver", "commcare_documents"], ["silver", "commcare_locations"],
+                ["silver", "commcare_quarantine"]):  # fmt: skip
+        assert dg.AssetKey(key) in specs
+    sensors = {sensor.name for sensor in built.sensors or ()}
+    assert {"commcare_kafka_lag", "commcare_locations_kafka_lag"} <= sensors
+    assert {job.name for job in built.jobs or ()} >= {"silver_full_refresh", "maintain_silver"}
 
 
 def test_a_malformed_declaration_is_reported_and_the_others_still_load(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from lakehouse_assets.constants import (
     Z_ORDER,
     asset_key,
 )
+from lakehouse_assets.sources.route_assets import routed_tables
 from resources import LakeResource
 from resources.maintenance import SAFE_RETENTION_HOURS, optimize, vacuum
 
@@ -35,14 +36,20 @@ class MaintenanceConfig(dg.Config):
     )
 
 
-def maintenance_job(layer: str, tables: Sequence[str]) -> dg.JobDefinition:
-    """The job optimizing and vacuuming every existing table of ``tables`` in ``layer``."""
+def maintenance_job(
+    layer: str, tables: Sequence[str], routed: Sequence[str] = ()
+) -> dg.JobDefinition:
+    """The job optimizing and vacuuming every existing table of ``tables`` in ``layer``, and the
+    routed tables of the route-by-type sources ``routed`` (each a partition of their asset)."""
 
     @dg.op(name=f"maintain_{layer}_tables")
     def maintain(
         context: dg.OpExecutionContext, config: MaintenanceConfig, lake: LakeResource
     ) -> None:
-        for table in tables:
+        targets = [(table, asset_key(layer, table), None) for table in tables]
+        for source in routed:
+            targets += routed_tables(context.instance, source)
+        for table, key, partition in targets:
             if not lake.exists(layer, table):
                 continue
             size = config.target_file_size_mb * 1024 * 1024
@@ -50,7 +57,8 @@ def maintenance_job(layer: str, tables: Sequence[str]) -> dg.JobDefinition:
             vacuumed = vacuum(lake, layer, table, config.retention_hours, config.force)
             context.log_event(
                 dg.AssetObservation(
-                    asset_key=asset_key(layer, table),
+                    asset_key=key,
+                    partition=partition,
                     metadata={
                         "files_before": compacted["before"]["files"],
                         "files_after": compacted["after"]["files"],
@@ -70,12 +78,15 @@ def maintenance_job(layer: str, tables: Sequence[str]) -> dg.JobDefinition:
 
 
 def maintenance_definitions(
-    extra_tables: Mapping[str, Sequence[str]],
+    extra_tables: Mapping[str, Sequence[str]], routed: Sequence[str] = ()
 ) -> tuple[dict[str, dg.JobDefinition], list[dg.ScheduleDefinition]]:
     """The maintenance job of each layer (its tables and ``extra_tables``, e.g. of declared
-    sources), and their nightly schedules."""
+    sources; silver's also the routed tables of the route-by-type sources ``routed``), and
+    their nightly schedules."""
     jobs = {
-        layer: maintenance_job(layer, [*tables, *extra_tables.get(layer, ())])
+        layer: maintenance_job(
+            layer, [*tables, *extra_tables.get(layer, ())], routed if layer == SILVER else ()
+        )
         for layer, tables in LAYER_TABLES.items()
     }
     schedules = [

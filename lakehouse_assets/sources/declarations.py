@@ -282,9 +282,11 @@ def _error(
 ) -> DeclarationError:
     field = ".".join(str(part) for part in loc)
     line = next((lines[loc[:n]] for n in range(len(loc), 0, -1) if loc[:n] in lines), 1)
-    if kind == "extra_forbidden":
+    if kind == "extra_forbidden" and len(loc) == 1:
         known = ", ".join(SourceDeclaration.model_fields)
         msg = f"unknown field; a declaration has {known}"
+    elif kind == "extra_forbidden":
+        msg = "unknown field"
     elif kind == "literal_error":
         msg = msg.replace("Input should be", "must be")
     return DeclarationError(path, line, field, msg.removeprefix("Value error, "))

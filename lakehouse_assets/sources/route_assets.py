@@ -21,7 +21,7 @@ from lakehouse_assets.sources.route import (
     route,
     update_locations,
 )
-from lakehouse_assets.sources.routing import Routing
+from lakehouse_assets.sources.routing import Routing, table_name
 from lakehouse_assets.sources.writes import quarantine_table
 from lakehouse_assets.table_metadata import code_references, table_metadata
 from resources import DocumentStoreResource, LakeResource, SensorSettings, SparkResource
@@ -29,9 +29,19 @@ from resources import DocumentStoreResource, LakeResource, SensorSettings, Spark
 KINDS = {"spark", "delta", "postgres"}
 
 
-def types_partitions(source: SourceDeclaration) -> dg.DynamicPartitionsDefinition:
+def types_partitions(source: SourceDeclaration | str) -> dg.DynamicPartitionsDefinition:
     """One partition per routed table, ``<domain>/<topic>/<type>``, added when first seen."""
-    return dg.DynamicPartitionsDefinition(name=f"{source.name}_types")
+    name = source if isinstance(source, str) else source.name
+    return dg.DynamicPartitionsDefinition(name=f"{name}_types")
+
+
+def routed_tables(
+    instance: dg.DagsterInstance, source: str
+) -> list[tuple[str, dg.AssetKey, str]]:
+    """``(table, asset key, partition)`` of each table the source ``source`` routed to so far."""
+    partitions = instance.get_dynamic_partitions(types_partitions(source).name or "")
+    key = asset_key(SILVER, source)
+    return [(table_name(*partition.split("/", 2)), key, partition) for partition in partitions]
 
 
 def _routing(source: SourceDeclaration) -> Routing:

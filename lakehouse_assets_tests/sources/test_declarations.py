@@ -65,6 +65,37 @@ def test_a_minimal_json_declaration_takes_the_defaults(tmp_path: Path) -> None:
         ("topic: a\nformat: avro\navro_schema: none.avsc\n", 3, "avro_schema", "not a valid Avro"),
         ("topic: [a\n", 2, "", "not YAML"),
         ("- topic: a\n", 1, "", "mapping"),
+        ("topic: a\nmode: route-by-type\n", 1, "routing", "'routing' block"),
+        (
+            "topic: a\nrouting:\n  documents: {X: {table: t, month_from: d}}\n",
+            2,
+            "routing",
+            "only such a source",
+        ),
+        (
+            "topic: a\nmode: route-by-type\nrouting:\n  documents:\n    X: {table: T-1, month_from: d}\n",
+            5,
+            "routing.documents.X.table",
+            "table name",
+        ),
+        (
+            "topic: a\nmode: route-by-type\nrouting:\n  documents: {X-Deleted: {table: t, month_from: d}}\n",
+            4,
+            "routing.documents",
+            "without -Deleted",
+        ),
+        (
+            "topic: a\nmode: route-by-type\nrouting:\n  documents: {X: {table: t, month_from: d}}\n  documentz: {}\n",
+            5,
+            "routing.documentz",
+            "unknown field",
+        ),
+        (
+            "topic: a\nmode: route-by-type\npartition_by: [country]\nrouting:\n  documents: {X: {table: t, month_from: d}}\n",
+            3,
+            "partition_by",
+            "partitioned by some of ['month']",
+        ),
     ],
 )
 def test_an_invalid_declaration_is_reported_with_its_file_line_and_field(

@@ -21,6 +21,7 @@ from pyspark.sql import SparkSession
 from lakehouse_assets.constants import SILVER, asset_key
 from lakehouse_assets.devtools.broker import EmbeddedBroker
 from lakehouse_assets.devtools.postgres import PostgresServer
+from lakehouse_assets.schedules.maintenance import maintenance_job
 from lakehouse_assets.sample_data import Message, produce
 from lakehouse_assets.sources.assets import source_assets
 from lakehouse_assets.sources.declarations import SourceDeclaration, load_declaration
@@ -181,6 +182,9 @@ def test_notices_are_routed_to_a_table_per_type_enriched_merged_and_deleted(
 
     assert (first["notices_read"], first["notices_rejected"]) == (11, 1)
     assert (first["notices_filtered"], first["documents_missing"]) == (2, 1)
+    # At most one query to the store per Spark partition of the batch's documents.
+    partitions = int(spark.conf.get("spark.sql.shuffle.partitions") or 0)
+    assert 1 <= first["document_store_queries"] <= partitions
     assert sorted(instance.get_dynamic_partitions("commcare_types")) == [
         "demo/case-sql/child", "demo/case-sql/pregnancy", "demo/form-sql/ABC-123"
     ]  # fmt: skip
@@ -245,4 +249,15 @@ def test_notices_are_routed_to_a_table_per_type_enriched_merged_and_deleted(
     reasons = [r.reason for r in lake.read(spark, SILVER, "commcare_quarantine").collect()]
     assert sorted(reasons) == [
         "incompatible properties.members: expected double, got string", "malformed json"
+    ]  # fmt: skip
+
+    # Maintenance compacts and vacuums every routed table: one observation per partition.
+    maintained = maintenance_job(SILVER, [], ["commcare"]).execute_in_process(
+        resources={"lake": lake}, instance=instance
+    )
+    observed = [e.asset_observation_data.asset_observation for e in maintained.all_events
+                if e.event_type == dg.DagsterEventType.ASSET_OBSERVATION]  # fmt: skip
+    assert sorted(o.partition for o in observed) == [
+        "demo/case-sql/child", "demo/case-sql/household", "demo/case-sql/pregnancy",
+        "demo/form-sql/ABC-123",
     ]  # fmt: skip
