@@ -35,9 +35,7 @@ def types_partitions(source: SourceDeclaration | str) -> dg.DynamicPartitionsDef
     return dg.DynamicPartitionsDefinition(name=f"{name}_types")
 
 
-def routed_tables(
-    instance: dg.DagsterInstance, source: str
-) -> list[tuple[str, dg.AssetKey, str]]:
+def routed_tables(instance: dg.DagsterInstance, source: str) -> list[tuple[str, dg.AssetKey, str]]:
     """``(table, asset key, partition)`` of each table the source ``source`` routed to so far."""
     partitions = instance.get_dynamic_partitions(types_partitions(source).name or "")
     key = asset_key(SILVER, source)

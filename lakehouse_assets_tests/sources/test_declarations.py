@@ -48,6 +48,10 @@ def test_a_minimal_json_declaration_takes_the_defaults(tmp_path: Path) -> None:
     )  # fmt: skip
 
 
+ROUTE = "topic: a\nmode: route-by-type\n"
+DOCUMENTS = "  documents: {X: {table: t, month_from: d}}\n"
+
+
 @pytest.mark.parametrize(
     ("text", "line", "field", "words"),
     [
@@ -73,25 +77,25 @@ def test_a_minimal_json_declaration_takes_the_defaults(tmp_path: Path) -> None:
             "only such a source",
         ),
         (
-            "topic: a\nmode: route-by-type\nrouting:\n  documents:\n    X: {table: T-1, month_from: d}\n",
+            ROUTE + "routing:\n  documents:\n    X: {table: T-1, month_from: d}\n",
             5,
             "routing.documents.X.table",
             "table name",
         ),
         (
-            "topic: a\nmode: route-by-type\nrouting:\n  documents: {X-Deleted: {table: t, month_from: d}}\n",
+            ROUTE + "routing:\n  documents: {X-Deleted: {table: t, month_from: d}}\n",
             4,
             "routing.documents",
             "without -Deleted",
         ),
         (
-            "topic: a\nmode: route-by-type\nrouting:\n  documents: {X: {table: t, month_from: d}}\n  documentz: {}\n",
+            ROUTE + "routing:\n" + DOCUMENTS + "  documentz: {}\n",
             5,
             "routing.documentz",
             "unknown field",
         ),
         (
-            "topic: a\nmode: route-by-type\npartition_by: [country]\nrouting:\n  documents: {X: {table: t, month_from: d}}\n",
+            ROUTE + "partition_by: [country]\nrouting:\n" + DOCUMENTS,
             3,
             "partition_by",
             "partitioned by some of ['month']",

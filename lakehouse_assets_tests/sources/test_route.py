@@ -21,8 +21,8 @@ from pyspark.sql import SparkSession
 from lakehouse_assets.constants import SILVER, asset_key
 from lakehouse_assets.devtools.broker import EmbeddedBroker
 from lakehouse_assets.devtools.postgres import PostgresServer
-from lakehouse_assets.schedules.maintenance import maintenance_job
 from lakehouse_assets.sample_data import Message, produce
+from lakehouse_assets.schedules.maintenance import maintenance_job
 from lakehouse_assets.sources.assets import source_assets
 from lakehouse_assets.sources.declarations import SourceDeclaration, load_declaration
 from resources import DocumentStoreResource, LakeResource
