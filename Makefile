@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: install chromium postgresql test-services run test test-connect test-faults \
-	test-faults-then-local test-local lint broker spark-server dev up bench clean
+	test-own-stacks test-own-stacks-then-local test-local lint broker spark-server dev up bench clean
 
 install: $(STAMP)
 
@@ -39,18 +39,22 @@ postgresql:
 run: install
 	$(BIN)/lakehouse demo
 
-# Every test on one shared Spark Connect server (test-connect); beside it, in parallel, the fault
-# matrix on a `lakehouse up` of its own (test-faults), then the tests marked local_spark once more
+# Every test on one shared Spark Connect server (test-connect); beside it, in parallel, the tests
+# that start their own Spark and broker (test-own-stacks: the fault matrix on a `lakehouse up`,
+# the demo, the Dagster CLI, a standalone cluster), then the tests marked local_spark once more
 # on a local Spark application in the test process (see lakehouse_assets_tests/conftest.py).
 # --output-sync prints each part's output whole, once it ends.
 test: install test-services
-	$(MAKE) --no-print-directory --output-sync=target -j2 test-connect test-faults-then-local
+	$(MAKE) --no-print-directory --output-sync=target -j2 test-connect test-own-stacks-then-local
 
 test-connect: install
 	$(BIN)/python -m pytest
 
-test-faults-then-local: test-faults
+test-own-stacks-then-local: test-own-stacks
 	$(MAKE) --no-print-directory test-local
+
+test-own-stacks: install test-services
+	$(BIN)/python -m pytest -m 'faults or own_stack'
 
 # The production shape under killed processes (lakehouse_assets_tests/test_faults.py).
 test-faults: install test-services

@@ -10,6 +10,8 @@ from collections import Counter
 from datetime import date
 from pathlib import Path
 
+import pytest
+
 from lakehouse_assets import sample_data
 from lakehouse_assets.constants import BRONZE, GYM_SUMMARY, KAFKA_TOPICS, WORKOUT_BPM_SUMMARY
 from lakehouse_assets.devtools.broker import EmbeddedBroker
@@ -28,6 +30,7 @@ def run(command: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[
     )
 
 
+@pytest.mark.own_stack  # its own Spark and broker: beside the main suite
 def test_demo_on_the_embedded_broker_prints_every_bronze_table(tmp_path: Path) -> None:
     lake_root = tmp_path / "lake"
     done = run(
@@ -49,6 +52,7 @@ def test_demo_on_the_embedded_broker_prints_every_bronze_table(tmp_path: Path) -
     assert LakeResource(root=str(lake_root)).row_count(BRONZE, "bpm") == expected["bpm"]
 
 
+@pytest.mark.own_stack  # its own Spark and broker: beside the main suite
 def test_dagster_cli_materializes_the_whole_graph_from_any_year_against_the_given_broker(
     tmp_path: Path,
 ) -> None:

@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from urllib.request import urlopen
 
+import pytest
+
 from lakehouse_assets import sample_data
 from lakehouse_assets.constants import GYM_SUMMARY, WORKOUT_BPM_SUMMARY
 from lakehouse_assets.devtools.spark_server import SparkConnectServer
@@ -22,6 +24,7 @@ USERS, DAYS = 4, 2  # the demo's sample: generate(users, days) with its default 
 EXECUTORS = {"spark.executor.memory": "1g", "spark.executor.cores": "1", "spark.cores.max": "2"}
 
 
+@pytest.mark.own_stack  # its own Spark and broker: beside the main suite
 def test_the_demo_on_a_standalone_cluster_reaches_the_oracles_gold(tmp_path: Path) -> None:
     lake = LakeResource(root=str(tmp_path / "lake"))
     with (
