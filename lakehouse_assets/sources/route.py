@@ -10,6 +10,7 @@ skips what was written and neither loses nor repeats a notice.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -98,8 +99,10 @@ def route(
     changes: DataFrame,
     markers: Markers,
     store_url: str,
+    register: Callable[[list[str]], None] = lambda partitions: None,
 ) -> Routed:
-    """Apply the notices among ``changes`` (bronze rows) to the routed tables and the index."""
+    """Apply the notices among ``changes`` (bronze rows) to the routed tables and the index;
+    ``register`` learns the partition keys of the tables written before they are."""
     routing = _routing(source)
     done = Routed()
     read = notices.notices(changes, routing, source.order_by).localCheckpoint(eager=True)
@@ -114,7 +117,9 @@ def route(
     done.lookups, done.missing = (int(value or 0) for value in counts.first() or (0, 0))
     removals = notices.deletes(planned).localCheckpoint()
     rejects = [kafka_quarantine(read)]
-    for table, partition, kind in _targets(found, removals):
+    targets = _targets(found, removals)
+    register([partition for _, partition, _ in targets if partition])
+    for table, partition, kind in targets:
         written = RoutedTable(table, partition)
         docs = found.where(F.col(notices.TABLE) == table)
         rejected = _write_table(lake, spark, source, kind, docs, removals, markers, written)

@@ -130,10 +130,12 @@ def router_asset(source: SourceDeclaration) -> dg.AssetsDefinition:
         if lake.exists(BRONZE, source.name):
             changes, version = lake.changes_since(session, BRONZE, source.name, consumed)
             if version != consumed:
-                done = route(lake, session, source, changes, {app_id: version}, url)
+                partitions = types_partitions(source).name or ""
+                done = route(
+                    lake, session, source, changes, {app_id: version}, url,
+                    lambda keys: context.instance.add_dynamic_partitions(partitions, keys),
+                )  # fmt: skip
                 context.log.info(f"silver.{source.name}: {done.metadata()}")
-        new_keys = [t.partition for t in done.tables if t.partition]
-        context.instance.add_dynamic_partitions(types_partitions(source).name or "", new_keys)
         for written in done.tables:
             if written.partition:
                 context.log_event(
