@@ -207,10 +207,8 @@ def main(argv: list[str] | None = None) -> None:
         # executors' connections, each making one query.
         connections = sessions(postgres.url) - before - 2
         events = result.get_asset_materialization_events()
-        (index,) = [
-            e.materialization for e in events if e.asset_key.path[-1] == "commcare_documents"
-        ]
-        meta = {k: v.value for k, v in index.metadata.items()}
+        (index,) = [e for e in events if e.asset_key and e.asset_key.path[-1].endswith("documents")]
+        meta: dict[str, Any] = {k: v.value for k, v in index.materialization.metadata.items()}
         tables = instance.get_dynamic_partitions("commcare_types")
         lake = resources["lake"]
         rows = sum(lake.row_count("silver", table_name(*key.split("/", 2))) for key in tables)
