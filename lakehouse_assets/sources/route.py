@@ -115,14 +115,18 @@ def route(
     found = fetched.where(F.col(documents.DOCUMENT).isNotNull())
     counts = fetched.agg(F.sum(documents.LOOKUPS), F.count_if(F.col(documents.DOCUMENT).isNull()))
     done.lookups, done.missing = (int(value or 0) for value in counts.first() or (0, 0))
-    removals = notices.deletes(planned).localCheckpoint()
+    removals: dict[str, list[str]] = {}  # per table, the ids to delete there
+    for table, document_id in notices.deletes(planned).collect():
+        removals.setdefault(table, []).append(document_id)
     rejects = [kafka_quarantine(read)]
     targets = _targets(found, removals)
     register([partition for _, partition, _ in targets if partition])
+    ancestors = _ancestors(lake, spark, source)
     for table, partition, kind in targets:
         written = RoutedTable(table, partition)
         docs = found.where(F.col(notices.TABLE) == table)
-        rejected = _write_table(lake, spark, source, kind, docs, removals, markers, written)
+        gone = removals.get(table, [])
+        rejected = _write_table(lake, source, kind, docs, gone, ancestors, markers, written)
         rejects += [rejected] if rejected is not None else []
         done.tables.append(written)
     _quarantine(lake, source, rejects, markers)
@@ -160,30 +164,32 @@ def _fetch(upserts: DataFrame, routing: Routing, store_url: str) -> DataFrame:
     return upserts.mapInArrow(read, schema).localCheckpoint(eager=True)
 
 
-def _targets(found: DataFrame, removals: DataFrame) -> list[tuple[str, str, str | None]]:
+def _targets(found: DataFrame, removals: dict[str, list[str]]) -> list[tuple[str, str, str | None]]:
     """``(table, partition key, document kind)`` of each table the batch writes to, by name."""
     seen = found.select(notices.TABLE, notices.DOMAIN, "topic", notices.TYPE, notices.KIND)
     written = {row[0]: (f"{row[1]}/{row[2]}/{row[3]}", row[4]) for row in seen.distinct().collect()}
-    for (table,) in removals.select(notices.TABLE).distinct().collect():
+    for table in removals:
         written.setdefault(table, ("", None))
     return [(table, *written[table]) for table in sorted(written)]
 
 
 def _write_table(
     lake: LakeResource,
-    spark: SparkSession,
     source: SourceDeclaration,
     kind: str | None,
     docs: DataFrame,
-    removals: DataFrame,
+    gone: list[str],
+    ancestors: DataFrame | None,
     markers: Markers,
     written: RoutedTable,
 ) -> DataFrame | None:
-    """Merge a table's documents and deletes; returns its rejected documents (quarantine shape)."""
+    """Merge a table's documents and the deletes of the ids ``gone``; returns its rejected
+    documents (quarantine shape)."""
     table_source = source.model_copy(update={"name": written.table})
-    gone = removals.where(F.col(notices.TABLE) == written.table).select(notices.ID).toArrow()
-    deletes = gone.append_column(notices.DELETED, pa.array([True] * gone.num_rows, pa.bool_()))
-    written.deleted = gone.num_rows
+    deletes = pa.table(
+        {notices.ID: pa.array(gone, pa.string()), notices.DELETED: [True] * len(gone)}
+    )
+    written.deleted = len(gone)
     if kind is None:  # deletes only
         if lake.exists(SILVER, written.table) and not lake.holds(SILVER, written.table, markers):
             _merge(lake, source, written.table, deletes, markers)
@@ -196,10 +202,10 @@ def _write_table(
     schema, typed = read_growing(lake, table_source, as_changes, progress, CARRY)
     written.added = progress.added
     if progress.widened and lake.exists(SILVER, written.table):  # before the merge: no casts
-        widen_table(lake, spark, table_source, schema)
+        widen_table(lake, typed.sparkSession, table_source, schema)
     valid = typed.where(F.col(REASON).isNull() & ~F.col(SKIPPED))
     columns = [c for c, _, _ in types.leaves(schema, True, source.separator) if c != notices.ID]
-    rows = _enriched(lake, spark, source, kind, transforms.refined(valid, columns, [], CARRY))
+    rows = _enriched(source, kind, transforms.refined(valid, columns, [], CARRY), ancestors)
     if not lake.holds(SILVER, written.table, markers):
         upserts = rows.withColumn(notices.DELETED, F.lit(False)).toArrow()
         written.rows = upserts.num_rows
@@ -218,8 +224,20 @@ def _merge(
     )  # fmt: skip
 
 
+def _ancestors(
+    lake: LakeResource, spark: SparkSession, source: SourceDeclaration
+) -> DataFrame | None:
+    """Each user's location ids (``notices.user_ancestors``; checkpointed: computed once per
+    batch), or None without a location hierarchy."""
+    locations = _routing(source).locations
+    if locations is None or not lake.exists(SILVER, locations_table(source)):
+        return None
+    hierarchy = lake.read(spark, SILVER, locations_table(source))
+    return notices.user_ancestors(hierarchy, locations.levels).localCheckpoint(eager=True)
+
+
 def _enriched(
-    lake: LakeResource, spark: SparkSession, source: SourceDeclaration, kind: str, rows: DataFrame
+    source: SourceDeclaration, kind: str, rows: DataFrame, ancestors: DataFrame | None
 ) -> DataFrame:
     """``rows`` with ``_id``, ``month`` (the first day of the month of the kind's date field)
     and the location ids of the document's user (nulls without a location)."""
@@ -237,9 +255,7 @@ def _enriched(
     user_column = (declared.user_from or "").replace(".", source.separator)
     user = F.col(f"`{user_column}`").cast("string") if user_column in rows.columns else F.lit(None)
     rows = rows.withColumn(USER, user.cast("string"))
-    if lake.exists(SILVER, locations_table(source)):
-        hierarchy = lake.read(spark, SILVER, locations_table(source))
-        ancestors = notices.user_ancestors(hierarchy, routing.locations.levels)
+    if ancestors is not None:
         return rows.join(ancestors, USER, "left").drop(USER)
     return rows.drop(USER).select("*", *[F.lit(None).cast("string").alias(c) for c in levels])
 
