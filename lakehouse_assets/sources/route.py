@@ -65,7 +65,7 @@ class Routed:
     """What one run did with a batch of change notices."""
 
     read: int = 0
-    rejected: int = 0
+    rejected: int = 0  # notices and documents quarantined
     filtered: int = 0  # notices of domains or types not kept
     missing: int = 0  # documents the store no longer has (deleted meanwhile): skipped
     lookups: int = 0  # queries to the document store
@@ -74,7 +74,7 @@ class Routed:
     def metadata(self) -> dict[str, Any]:
         return {
             "notices_read": self.read,
-            "notices_rejected": self.rejected,
+            "records_rejected": self.rejected,
             "notices_filtered": self.filtered,
             "documents_missing": self.missing,
             "document_store_queries": self.lookups,
@@ -108,8 +108,8 @@ def route(
     read = notices.notices(changes, routing, source.order_by).localCheckpoint(eager=True)
     valid = read.where(F.col(REASON).isNull())
     kept = notices.allowed(valid, routing)
-    done.read, done.rejected = read.count(), read.where(F.col(REASON).isNotNull()).count()
-    done.filtered = done.read - done.rejected - kept.count()
+    done.read, invalid = read.count(), read.where(F.col(REASON).isNotNull()).count()
+    done.filtered = done.read - invalid - kept.count()
     planned = notices.plan(notices.newest(kept), _index(lake, spark, source)).localCheckpoint()
     fetched = _fetch(planned.where(~F.col(notices.DELETED)), routing, store_url)
     found = fetched.where(F.col(documents.DOCUMENT).isNotNull())
@@ -129,7 +129,7 @@ def route(
         rejected = _write_table(lake, source, kind, docs, gone, ancestors, markers, written)
         rejects += [rejected] if rejected is not None else []
         done.tables.append(written)
-    _quarantine(lake, source, rejects, markers)
+    done.rejected = _quarantine(lake, source, rejects, markers)
     missing = fetched.where(F.col(documents.DOCUMENT).isNull()).select(notices.ID)
     index = notices.index_rows(planned.join(missing, notices.ID, "left_anti")).toArrow()
     lake.merge(
@@ -262,9 +262,11 @@ def _enriched(
 
 def _quarantine(
     lake: LakeResource, source: SourceDeclaration, rejects: list[DataFrame], markers: Markers
-) -> None:
+) -> int:
+    """Append the batch's rejected notices and documents; returns how many."""
     table = quarantine_table(source)
     if lake.holds(SILVER, table, markers):
-        return
-    rejected = functools.reduce(DataFrame.unionByName, rejects)
+        return 0
+    rejected = functools.reduce(DataFrame.unionByName, rejects).localCheckpoint(eager=True)
     lake.append(SILVER, table, rejected, markers=markers)
+    return rejected.count()

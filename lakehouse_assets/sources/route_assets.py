@@ -6,9 +6,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import dagster as dg
+from pyspark.sql import SparkSession
 
 from lakehouse_assets.bronze.assets import kafka_bronze_asset
 from lakehouse_assets.checks.freshness import kafka_freshness_check
+from lakehouse_assets.checks.results import quarantine_rate_result, quarantine_rate_spec
 from lakehouse_assets.constants import BRONZE, SILVER, asset_key, asset_tags, consumer_app_id
 from lakehouse_assets.partitions import silver_automation
 from lakehouse_assets.sensors.streams import kafka_lag_sensor
@@ -103,7 +105,13 @@ def router_asset(source: SourceDeclaration) -> dg.AssetsDefinition:
             )
         )
 
-    @dg.multi_asset(name=f"silver_{source.name}", specs=specs)
+    quarantine_key = asset_key(SILVER, quarantine_table(source))
+
+    @dg.multi_asset(
+        name=f"silver_{source.name}",
+        specs=specs,
+        check_specs=[quarantine_rate_spec(quarantine_key)],
+    )
     def _asset(
         context: dg.AssetExecutionContext,
         spark: SparkResource,
@@ -113,13 +121,7 @@ def router_asset(source: SourceDeclaration) -> dg.AssetsDefinition:
         session = spark.get_session()
         url = documents.checked_url(sorted({d.table for d in routing.documents.values()}))
         if routing.locations is not None:
-            upstream_locations = (BRONZE, locations_table(source))
-            app_id = consumer_app_id(locations_table(source), upstream_locations)
-            if lake.exists(*upstream_locations):
-                consumed = lake.committed_version(SILVER, locations_table(source), app_id)
-                records, version = lake.changes_since(session, *upstream_locations, consumed)
-                if version != consumed:
-                    update_locations(lake, source, records, {app_id: version})
+            _refresh_locations(lake, session, source)
             yield dg.MaterializeResult(
                 asset_key=asset_key(SILVER, locations_table(source)),
                 metadata=table_metadata(lake, SILVER, locations_table(source)),
@@ -136,30 +138,48 @@ def router_asset(source: SourceDeclaration) -> dg.AssetsDefinition:
                     lambda keys: context.instance.add_dynamic_partitions(partitions, keys),
                 )  # fmt: skip
                 context.log.info(f"silver.{source.name}: {done.metadata()}")
-        for written in done.tables:
-            if written.partition:
-                context.log_event(
-                    dg.AssetMaterialization(
-                        asset_key=asset_key(SILVER, source.name),
-                        partition=written.partition,
-                        metadata={
-                            **table_metadata(lake, SILVER, written.table),
-                            "rows_upserted": written.rows,
-                            "rows_deleted": written.deleted,
-                            "columns_added": ", ".join(written.added) or "-",
-                        },
-                    )
-                )
+        for materialization in _routed_materializations(lake, source, done):
+            context.log_event(materialization)
         yield dg.MaterializeResult(
             asset_key=asset_key(SILVER, index_table(source)),
             metadata={**table_metadata(lake, SILVER, index_table(source)), **done.metadata()},
         )
         yield dg.MaterializeResult(
-            asset_key=asset_key(SILVER, quarantine_table(source)),
+            asset_key=quarantine_key,
             metadata=table_metadata(lake, SILVER, quarantine_table(source), QUARANTINE),
+            check_results=[quarantine_rate_result(quarantine_key, done.rejected, done.read)],
         )
 
     return _asset
+
+
+def _refresh_locations(lake: LakeResource, spark: SparkSession, source: SourceDeclaration) -> None:
+    """Bring the location hierarchy up to date with its bronze stream."""
+    upstream = (BRONZE, locations_table(source))
+    app_id = consumer_app_id(locations_table(source), upstream)
+    if lake.exists(*upstream):
+        consumed = lake.committed_version(SILVER, locations_table(source), app_id)
+        records, version = lake.changes_since(spark, *upstream, consumed)
+        if version != consumed:
+            update_locations(lake, source, records, {app_id: version})
+
+
+def _routed_materializations(
+    lake: LakeResource, source: SourceDeclaration, done: Routed
+) -> Iterator[dg.AssetMaterialization]:
+    """A materialization of ``silver/<name>``'s partition for each routed table written."""
+    for written in done.tables:
+        if written.partition:
+            yield dg.AssetMaterialization(
+                asset_key=asset_key(SILVER, source.name),
+                partition=written.partition,
+                metadata={
+                    **table_metadata(lake, SILVER, written.table),
+                    "rows_upserted": written.rows,
+                    "rows_deleted": written.deleted,
+                    "columns_added": ", ".join(written.added) or "-",
+                },
+            )
 
 
 def route_assets(source: SourceDeclaration) -> list[dg.AssetsDefinition | dg.AssetSpec]:

@@ -180,7 +180,7 @@ def test_notices_are_routed_to_a_table_per_type_enriched_merged_and_deleted(
 
     first = run(source, resources, instance, url)
 
-    assert (first["notices_read"], first["notices_rejected"]) == (11, 1)
+    assert (first["notices_read"], first["records_rejected"]) == (11, 1)
     assert (first["notices_filtered"], first["documents_missing"]) == (2, 1)
     # At most one query to the store per Spark partition of the batch's documents.
     partitions = int(spark.conf.get("spark.sql.shuffle.partitions") or 0)
@@ -241,7 +241,9 @@ def test_notices_are_routed_to_a_table_per_type_enriched_merged_and_deleted(
     send(broker, "case-sql", [notice("h2", "CommCareCase", "household", 30),
                               notice("h3", "CommCareCase", "household", 31)])  # fmt: skip
 
-    run(source, resources, instance, url)
+    third = run(source, resources, instance, url)
+
+    assert (third["notices_read"], third["records_rejected"]) == (2, 1)  # h3's document
 
     assert table_rows(spark, lake, "demo_case_sql_household", ["_id", "properties__members"]) == [
         {"_id": "h1", "properties__members": 3.0}, {"_id": "h2", "properties__members": 3.5}
