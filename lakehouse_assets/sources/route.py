@@ -103,7 +103,7 @@ def route(
 ) -> Routed:
     """Apply the notices among ``changes`` (bronze rows) to the routed tables and the index;
     ``register`` learns the partition keys of the tables written before they are."""
-    routing = _routing(source)
+    routing = routing_of(source)
     done = Routed()
     read = notices.notices(changes, routing, source.order_by).localCheckpoint(eager=True)
     valid = read.where(F.col(REASON).isNull())
@@ -139,7 +139,12 @@ def route(
     return done
 
 
-def _routing(source: SourceDeclaration) -> Routing:
+def routing_of(source: SourceDeclaration) -> Routing:
+    """The source's routing block.
+
+    Raises:
+        ValueError: the source is not a route-by-type source.
+    """
     if source.routing is None:
         raise ValueError(f"{source.name} is not a route-by-type source")
     return source.routing
@@ -229,7 +234,7 @@ def _ancestors(
 ) -> DataFrame | None:
     """Each user's location ids (``notices.user_ancestors``; checkpointed: computed once per
     batch), or None without a location hierarchy."""
-    locations = _routing(source).locations
+    locations = routing_of(source).locations
     if locations is None or not lake.exists(SILVER, locations_table(source)):
         return None
     hierarchy = lake.read(spark, SILVER, locations_table(source))
@@ -241,7 +246,7 @@ def _enriched(
 ) -> DataFrame:
     """``rows`` with ``_id``, ``month`` (the first day of the month of the kind's date field)
     and the location ids of the document's user (nulls without a location)."""
-    routing = _routing(source)
+    routing = routing_of(source)
     declared = routing.documents[kind]
     rows = rows.withColumn(notices.ID, F.col("_kafka_key"))
     month_column = declared.month_from.replace(".", source.separator)

@@ -21,9 +21,10 @@ from lakehouse_assets.sources.route import (
     index_table,
     locations_table,
     route,
+    routing_of,
     update_locations,
 )
-from lakehouse_assets.sources.routing import Routing, table_name
+from lakehouse_assets.sources.routing import table_name
 from lakehouse_assets.sources.writes import quarantine_table
 from lakehouse_assets.table_metadata import code_references, table_metadata
 from resources import DocumentStoreResource, LakeResource, SensorSettings, SparkResource
@@ -42,12 +43,6 @@ def routed_tables(instance: dg.DagsterInstance, source: str) -> list[tuple[str, 
     partitions = instance.get_dynamic_partitions(types_partitions(source).name or "")
     key = asset_key(SILVER, source)
     return [(table_name(*partition.split("/", 2)), key, partition) for partition in partitions]
-
-
-def _routing(source: SourceDeclaration) -> Routing:
-    if source.routing is None:
-        raise ValueError(f"{source.name} is not a route-by-type source")
-    return source.routing
 
 
 def routed_tables_spec(source: SourceDeclaration) -> dg.AssetSpec:
@@ -70,7 +65,7 @@ def routed_tables_spec(source: SourceDeclaration) -> dg.AssetSpec:
 def router_asset(source: SourceDeclaration) -> dg.AssetsDefinition:
     """``silver/<name>_documents`` (the index), the quarantine and the location hierarchy, and
     the routed tables, from the source's bronze notices and locations."""
-    routing = _routing(source)
+    routing = routing_of(source)
     upstream = asset_key(BRONZE, source.name)
     deps = [upstream]
     common: dict[str, Any] = {
@@ -184,7 +179,7 @@ def _routed_materializations(
 
 def route_assets(source: SourceDeclaration) -> list[dg.AssetsDefinition | dg.AssetSpec]:
     """Every asset of a route-by-type source."""
-    routing = _routing(source)
+    routing = routing_of(source)
     topics = [source.topic] if source.topic else []
     bronze = [
         kafka_bronze_asset(
@@ -199,7 +194,7 @@ def route_assets(source: SourceDeclaration) -> list[dg.AssetsDefinition | dg.Ass
 
 def route_streams(source: SourceDeclaration) -> list[tuple[str, list[str], str | None]]:
     """``(bronze table, topics, pattern)`` of each stream of the source."""
-    routing = _routing(source)
+    routing = routing_of(source)
     streams = [(source.name, [source.topic] if source.topic else [], source.topic_pattern)]
     if routing.locations is not None:
         streams.append((locations_table(source), [routing.locations.topic], None))
@@ -222,6 +217,6 @@ def route_freshness_checks(source: SourceDeclaration) -> list[dg.AssetChecksDefi
 def route_tables(source: SourceDeclaration) -> dict[str, list[str]]:
     """The source's fixed tables per layer (the routed tables are found in the lake)."""
     silver = [index_table(source), quarantine_table(source)]
-    if _routing(source).locations is not None:
+    if routing_of(source).locations is not None:
         silver.append(locations_table(source))
     return {BRONZE: [t for t, _, _ in route_streams(source)], SILVER: silver}
