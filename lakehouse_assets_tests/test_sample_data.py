@@ -269,7 +269,7 @@ def test_write_landing_renames_hidden_temporary_files(
         renames.append((Path(source), Path(target)))
         real_replace(source, target)
 
-    monkeypatch.setattr(sample_data.os, "replace", recording_replace)
+    monkeypatch.setattr(os, "replace", recording_replace)
     write_landing(tmp_path / "lake", files)
     landing = tmp_path / "lake" / "landing"
     for landing_file in files:

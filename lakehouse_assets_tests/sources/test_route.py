@@ -112,11 +112,25 @@ def run(
         assets,
         resources={**resources, "documents": DocumentStoreResource(url=url)},
         instance=instance,
+        raise_on_error=False,
     )
     assert result.success
     index = asset_key(SILVER, "commcare_documents")
     (found,) = [m for m in result.get_asset_materialization_events() if m.asset_key == index]
     return {k: v.value for k, v in found.materialization.metadata.items()}
+
+
+def crash_before_the_index(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make the router die after writing the routed tables and the quarantine, before the
+    index's commit (which records the batch as consumed)."""
+    merge = LakeResource.merge
+
+    def failing(self: LakeResource, layer: str, table: str, *args: Any, **kwargs: Any) -> int:
+        if table == "commcare_documents":
+            raise RuntimeError("killed before the index's commit")
+        return merge(self, layer, table, *args, **kwargs)
+
+    monkeypatch.setattr(LakeResource, "merge", failing)
 
 
 def table_rows(spark: SparkSession, lake: LakeResource, table: str, columns: list[str]) -> list:
@@ -130,6 +144,7 @@ def test_notices_are_routed_to_a_table_per_type_enriched_merged_and_deleted(
     resources: dict[str, Any],
     spark: SparkSession,
     store: tuple[str, dict[str, str]],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     url, tables = store
     source = declare(tmp_path, tables)
@@ -221,12 +236,20 @@ def test_notices_are_routed_to_a_table_per_type_enriched_merged_and_deleted(
         notice("h1", "CommCareCase", "household", 22),
         notice("c5", "CommCareCase", "pregnancy", 2),  # older than what the lake holds: ignored
     ])  # fmt: skip
+    with monkeypatch.context() as patched:  # a first attempt dies: the re-run finishes the batch
+        crash_before_the_index(patched)
+        with pytest.raises(AssertionError):
+            run(source, resources, instance, url)
+    household = ["_id", "properties__members"]
+    assert table_rows(spark, lake, "demo_case_sql_household", household) == [
+        {"_id": "h1", "properties__members": 3}
+    ]  # written before the crash
 
     run(source, resources, instance, url)
 
     assert table_rows(spark, lake, "demo_case_sql_pregnancy", ["_id"]) == [{"_id": "c5"}]
     assert table_rows(spark, lake, "demo_case_sql_child", ["_id"]) == []
-    assert table_rows(spark, lake, "demo_case_sql_household", ["_id", "properties__members"]) == [
+    assert table_rows(spark, lake, "demo_case_sql_household", household) == [
         {"_id": "h1", "properties__members": 3}
     ]
     assert "demo/case-sql/household" in instance.get_dynamic_partitions("commcare_types")
