@@ -9,6 +9,7 @@ import sys
 import time
 
 import dagster as dg
+import pytest
 import yaml
 
 from lakehouse_assets.run_launcher import MonitoredRunLauncher, process_start_time, worker_health
@@ -46,8 +47,9 @@ def test_the_start_time_of_a_new_process_is_now() -> None:
         worker.wait()
 
 
-def test_the_deployment_instance_uses_the_monitored_launcher() -> None:
-    config = yaml.safe_load((REPO_ROOT / "docker" / "dagster.yaml").read_text())
+@pytest.mark.parametrize("instance_file", ["docker/dagster.yaml", "dagster.yaml"])
+def test_both_instances_use_the_monitored_launcher(instance_file: str) -> None:
+    config = yaml.safe_load((REPO_ROOT / instance_file).read_text())
     launcher = config["run_launcher"]
     assert (launcher["module"], launcher["class"]) == (
         MonitoredRunLauncher.__module__,
