@@ -13,10 +13,12 @@ from pathlib import Path
 import pytest
 
 from lakehouse_assets import sample_data
+from lakehouse_assets.cli import DEMO_MARKER, prepare_demo_lake
 from lakehouse_assets.constants import BRONZE, GYM_SUMMARY, KAFKA_TOPICS, WORKOUT_BPM_SUMMARY
 from lakehouse_assets.devtools.broker import EmbeddedBroker
 from lakehouse_assets_tests.test_end_to_end import AS_OF, assert_reports_match, gold_rows
-from resources import LakeResource
+from resources import ENV_KAFKA_BOOTSTRAP_SERVERS as ENV_KAFKA
+from resources import ENV_SPARK_REMOTE, LakeResource
 
 REPO_ROOT = Path(__file__).parents[1]
 BIN = Path(sys.executable).parent
@@ -24,7 +26,9 @@ DEFINITIONS = "lakehouse_assets.definitions"
 
 
 def run(command: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items() if k not in ("KAFKA_BOOTSTRAP_SERVERS",)}
+    """``command`` with ``env``; without a broker or Spark Connect server of the test session's
+    (a command starts its own, or a local Spark application)."""
+    clean = {k: v for k, v in os.environ.items() if k not in (ENV_KAFKA, ENV_SPARK_REMOTE)}
     return subprocess.run(
         command, cwd=REPO_ROOT, env={**clean, **env}, capture_output=True, text=True, timeout=600
     )
@@ -43,16 +47,23 @@ def test_demo_on_the_embedded_broker_prints_every_bronze_table(tmp_path: Path) -
         line = rf"^{BRONZE}\.{topic} +{expected[topic]} +\d+\.\d$"  # table, rows, seconds
         assert re.search(line, done.stdout, re.MULTILINE)
     assert "gold.workout_bpm_summary (" in done.stdout and "gold.gym_summary (" in done.stdout
-    # A second demo resets its own lake (the embedded broker starts empty) and succeeds again.
-    again = run(
-        [str(BIN / "lakehouse"), "demo", "--users", "3", "--days", "1"],
-        {"LAKEHOUSE_ROOT": str(lake_root)},
-    )
-    assert again.returncode == 0, again.stderr[-3000:]
-    assert LakeResource(root=str(lake_root)).row_count(BRONZE, "bpm") == expected["bpm"]
 
 
-@pytest.mark.own_stack  # its own Spark and broker: beside the main suite
+def test_a_demo_lake_is_reset_for_the_next_demo_and_any_other_lake_refused(tmp_path: Path) -> None:
+    # The embedded broker starts empty: an earlier demo's checkpoints would point past its end.
+    demo_lake, other_lake = tmp_path / "demo", tmp_path / "other"
+    prepare_demo_lake(demo_lake, embedded=True)
+    (demo_lake / "bronze").mkdir()
+    prepare_demo_lake(demo_lake, embedded=True)
+    assert [path.name for path in demo_lake.iterdir()] == [DEMO_MARKER]
+    (other_lake / "bronze").mkdir(parents=True)
+    prepare_demo_lake(other_lake, embedded=False)  # a real broker: its lake is kept
+    with pytest.raises(SystemExit, match="was not made by an embedded-broker demo"):
+        prepare_demo_lake(other_lake, embedded=True)
+    assert (other_lake / "bronze").is_dir()
+
+
+@pytest.mark.own_stack  # on a local Spark application (no SPARK_REMOTE): beside the main suite
 def test_dagster_cli_materializes_the_whole_graph_from_any_year_against_the_given_broker(
     tmp_path: Path,
 ) -> None:

@@ -1,5 +1,6 @@
 """Generated events through the whole graph on the embedded broker; gold equals what the
-plain-Python oracle computes from the same events, after a second batch and after re-runs."""
+plain-Python oracle computes from the same events, after a second batch and after re-runs.
+(The whole graph on a local Spark application is test_cli's Dagster CLI test.)"""
 
 from __future__ import annotations
 
@@ -31,8 +32,6 @@ from lakehouse_assets.silver.parsed import PARSED_TABLES
 from lakehouse_assets.table_metadata import DESCRIPTIONS
 from lakehouse_assets_tests import fitness_oracle as oracle
 from resources import CalendarResource, LakeResource
-
-pytestmark = pytest.mark.local_spark  # also on a local Spark application
 
 AS_OF = date(2026, 11, 21)
 BATCHES = (
