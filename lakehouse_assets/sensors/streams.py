@@ -7,8 +7,9 @@ record, in the tick's skip reason and its log.
 """
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import dagster as dg
 
@@ -127,6 +128,45 @@ def _first_run(
     return dg.SensorResult(run_requests=[_request(key, stream)])
 
 
+def unreported_write(history: Sequence[Mapping[str, Any]], recorded: str | None) -> int | None:
+    """The Delta version of the stream's newest commit (``history``: the table's commits, newest
+    first) when the asset's latest materialization recorded an older one (``recorded``: its
+    ``delta_version``, None without one): a run committed, then died before recording it, and
+    what follows the table would wait for a record that never comes. None when all is recorded
+    (maintenance commits are not the stream's)."""
+    written = next((commit["version"] for commit in history if commit.get("stream")), None)
+    if written is None or (
+        recorded is not None and recorded.isdigit() and int(recorded) >= written
+    ):
+        return None
+    return written
+
+
+def _record_run(
+    context: dg.SensorEvaluationContext,
+    lake: LakeResource,
+    key: dg.AssetKey,
+    stream: str,
+    busy: Sequence[str],
+) -> dg.SensorResult | None:
+    """A run recording the stream's last write when no materialization did (a run in progress
+    will record it itself)."""
+    event = context.instance.get_latest_materialization_event(key)
+    metadata = event.asset_materialization.metadata if event and event.asset_materialization else {}
+    recorded = metadata.get("delta_version")
+    recorded_text = None if recorded is None else str(recorded.value)
+    written = unreported_write(lake.history(*key.path, limit=20), recorded_text)
+    if written is None or busy:
+        return None
+    reason = (
+        f"{key.to_user_string()} is at Delta version {written}, but its last materialization "
+        f"recorded {recorded_text or 'none'} (a run died after its commit): launching {stream} "
+        "to record it, so that the tables downstream follow."
+    )
+    context.log.info(reason)
+    return dg.SensorResult(run_requests=[_request(key, stream)])
+
+
 def _result(
     context: dg.SensorEvaluationContext,
     key: dg.AssetKey,
@@ -178,6 +218,8 @@ def kafka_lag_sensor(
         busy = runs_in_progress(context.instance, key)
         if not lake.exists(BRONZE, table):
             return _first_run(context, key, stream, busy)
+        if recording := _record_run(context, lake, key, stream, busy):
+            return recording
         now, waiting = time.time(), kafka_waiting(kafka, lake, table, topics, pattern)
         decision = lag_decision(stream, waiting, settings, now, busy)
         events = [lag_observation(key, waiting, now), freshness_evaluation(key, waiting, now)]
@@ -201,6 +243,8 @@ def landing_sensor(source: str, settings: SensorSettings) -> dg.SensorDefinition
         busy = runs_in_progress(context.instance, key)
         if not lake.exists(BRONZE, source):
             return _first_run(context, key, stream, busy)
+        if recording := _record_run(context, lake, key, stream, busy):
+            return recording
         now, waiting = time.time(), landing_waiting(lake, source)
         decision = landing_decision(stream, f"landing/{source}/", waiting, now, busy)
         return _result(context, key, stream, decision, [freshness_evaluation(key, waiting, now)])

@@ -65,9 +65,9 @@ def test_a_kafka_table_is_as_fresh_as_its_oldest_waiting_record(
     monkeypatch.delenv(ENV_FRESHNESS_S)
     sensor = kafka_lag_sensor(TOPIC, SensorSettings(30, 0, 300))
     bronze, check = kafka_bronze_asset(TOPIC, [TOPIC]), kafka_freshness_check(TOPIC, [TOPIC])
-    dg.materialize([bronze], resources=resources)  # the first run reads them all
-    produce_at(broker, 1, [old])  # an old record arriving late waits from its own time
     instance = dg.DagsterInstance.ephemeral()
+    dg.materialize([bronze], resources=resources, instance=instance)  # the first run reads all
+    produce_at(broker, 1, [old])  # an old record arriving late waits from its own time
     result = sensor(dg.build_sensor_context(instance=instance, resources=resources))
     [reported] = [e for e in result.asset_events if isinstance(e, dg.AssetCheckEvaluation)]
     assert (reported.asset_key, reported.passed) == (KEY, False)

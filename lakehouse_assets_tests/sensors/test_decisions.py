@@ -1,7 +1,12 @@
 """What a stream sensor decides and the reason it gives, on hand-built backlogs."""
 
 from lakehouse_assets.checks.freshness import Waiting
-from lakehouse_assets.sensors.streams import Decision, lag_decision, landing_decision
+from lakehouse_assets.sensors.streams import (
+    Decision,
+    lag_decision,
+    landing_decision,
+    unreported_write,
+)
 from resources import SensorSettings
 
 NOW = 1_000_000.0
@@ -67,3 +72,18 @@ def test_landing_decisions() -> None:
         "lakehouse-bronze-gym_logins.",
     )
     assert not landing_decision(stream, folder, files, NOW, busy=["run-2"]).launch
+
+
+def test_a_stream_write_no_materialization_recorded_launches_a_run_to_record_it() -> None:
+    history = [
+        {"version": 3, "operation": "VACUUM END"},  # maintenance: not the stream's
+        {"version": 2, "operation": "OPTIMIZE"},
+        {"version": 1, "operation": "WRITE", "stream": "lakehouse-bronze-bpm", "batch_id": 1},
+        {"version": 0, "operation": "CREATE TABLE", "stream": "lakehouse-bronze-bpm"},
+    ]
+    assert unreported_write(history, "0") == 1  # the run died after committing version 1
+    assert unreported_write(history, None) == 1  # nothing was ever recorded
+    assert unreported_write(history, "none") == 1
+    assert unreported_write(history, "1") is None
+    assert unreported_write(history, "3") is None  # recorded after the maintenance
+    assert unreported_write(history[:2], None) is None  # no write of the stream

@@ -64,8 +64,8 @@ def skip_reason(result: Any) -> str:
     return result.skip_reason.skip_message or ""
 
 
-def materialize(key: dg.AssetKey, resources: dict[str, Any]) -> None:
-    dg.materialize([ASSETS[key]], resources=resources)
+def materialize(key: dg.AssetKey, resources: dict[str, Any], instance: dg.DagsterInstance) -> None:
+    dg.materialize([ASSETS[key]], resources=resources, instance=instance)
 
 
 def test_kafka_lag_sensors_launch_exactly_the_lagging_stream(
@@ -77,16 +77,16 @@ def test_kafka_lag_sensors_launch_exactly_the_lagging_stream(
     kafka.create_topic(TOPIC_WORKOUT, partitions=2)
     workout = asset_key(BRONZE, TOPIC_WORKOUT)
     assert requested(evaluate(SENSORS[TOPIC_WORKOUT], instance, resources)) == [workout]
-    materialize(workout, resources)  # its first run creates the (empty) table
+    materialize(workout, resources, instance)  # its first run creates the (empty) table
     produce(broker.bootstrap_servers, TOPIC_BPM, [{"n": n} for n in range(500)])
-    materialize(asset_key(BRONZE, TOPIC_BPM), resources)
+    materialize(asset_key(BRONZE, TOPIC_BPM), resources, instance)
 
     caught_up = evaluate(SENSORS[TOPIC_BPM], instance, resources)
     assert requested(caught_up) == [] and lag_seen(caught_up)["total"] == 0
     assert requested(evaluate(SENSORS[TOPIC_WORKOUT], instance, resources)) == []
 
     produce(broker.bootstrap_servers, TOPIC_WORKOUT, [{"n": n} for n in range(120)])
-    materialize(asset_key(BRONZE, TOPIC_WORKOUT), resources)
+    materialize(asset_key(BRONZE, TOPIC_WORKOUT), resources, instance)
     produce(broker.bootstrap_servers, TOPIC_WORKOUT, [{"n": n} for n in range(30)])
     lagging = evaluate(SENSORS[TOPIC_WORKOUT], instance, resources)
     assert requested(lagging) == [asset_key(BRONZE, TOPIC_WORKOUT)]
@@ -122,7 +122,7 @@ def test_landing_sensor_launches_for_complete_unread_files(
     folder = lake_root / LANDING_DIR / LANDING_GYM_LOGINS
     key = asset_key(BRONZE, LANDING_GYM_LOGINS)
     assert requested(evaluate(sensor, instance, resources)) == [key]  # creates the table
-    materialize(key, resources)
+    materialize(key, resources, instance)
     assert requested(evaluate(sensor, instance, resources)) == []
 
     (folder / ".half-written.csv").write_text("mac_address,gym,login,logout\n")
@@ -130,7 +130,16 @@ def test_landing_sensor_launches_for_complete_unread_files(
 
     (folder / "a.csv").write_text("mac_address,gym,login,logout\nm1,5,100,200\n")
     assert requested(evaluate(sensor, instance, resources)) == [key]
-    materialize(key, resources)
+    materialize(key, resources, instance)
+    assert requested(evaluate(sensor, instance, resources)) == []
+
+    # A run that committed, then died before recording it (here: recorded elsewhere): the
+    # sensor launches one that records it, so that silver follows.
+    (folder / "b.csv").write_text("mac_address,gym,login,logout\nm2,5,300,400\n")
+    materialize(key, resources, dg.DagsterInstance.ephemeral())
+    unrecorded = evaluate(sensor, instance, resources)
+    assert requested(unrecorded) == [key]
+    materialize(key, resources, instance)
     assert requested(evaluate(sensor, instance, resources)) == []
 
 
@@ -139,7 +148,7 @@ def test_small_lag_waits_until_the_oldest_record_has_waited_long_enough(
 ) -> None:
     instance = dg.DagsterInstance.ephemeral()
     sensor = kafka_lag_sensor(TOPIC_WORKOUT, SensorSettings(lag_threshold=100, lag_max_wait_s=60))
-    materialize(asset_key(BRONZE, TOPIC_WORKOUT), resources)  # the table exists, empty
+    materialize(asset_key(BRONZE, TOPIC_WORKOUT), resources, instance)  # the table exists, empty
     produce(broker.bootstrap_servers, TOPIC_WORKOUT, [{"n": n} for n in range(30)])
 
     first = sensor(dg.build_sensor_context(instance=instance, resources=resources))
