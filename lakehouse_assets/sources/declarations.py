@@ -20,23 +20,27 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Collection, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Iterator
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from lakehouse_assets.constants import QUARANTINE_SUFFIX
-from lakehouse_assets.sources.routing import SEPARATOR, Routing
+from lakehouse_assets.sources.declaration_errors import (
+    DeclarationError,
+    InvalidDeclaration,
+    field_error,
+    field_lines,
+    lines_of,
+)
+from lakehouse_assets.sources.routing import FIELD_PATH, SEPARATOR, Routing
 
 ENV_SOURCES_DIR = "LAKEHOUSE_SOURCES"
 DEFAULT_SOURCES_DIR = "sources"
 OFFSET = "offset"  # order_by's default: the Kafka offset
 NAME = re.compile(r"[a-z][a-z0-9_]*")
-# A path into a record: dot-separated field names (``source.lsn``, ``ts_ms``).
-FIELD_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 DATE_OF = re.compile(r"date\(\s*([A-Za-z_][A-Za-z0-9_]*)\s*\)")
 
 Format = Literal["json", "debezium-json", "avro"]
@@ -143,28 +147,6 @@ class SourceDeclaration(BaseModel):
         return self.mode != "append"
 
 
-@dataclass(frozen=True)
-class DeclarationError:
-    """Why a declaration file was not loaded: the file, the line and the field at fault."""
-
-    file: Path
-    line: int
-    field: str
-    message: str
-
-    def __str__(self) -> str:
-        where = f" (field '{self.field}')" if self.field else ""
-        return f"{self.file}:{self.line}{where}: {self.message}"
-
-
-class InvalidDeclaration(ValueError):
-    """A declaration file that does not validate."""
-
-    def __init__(self, errors: Sequence[DeclarationError]) -> None:
-        super().__init__("\n".join(str(error) for error in errors))
-        self.errors = list(errors)
-
-
 def sources_dir(environ: dict[str, str] | None = None) -> Path:
     """The folder of the declarations: ``LAKEHOUSE_SOURCES``, default ``sources``."""
     env = os.environ if environ is None else environ
@@ -187,7 +169,7 @@ def load_declaration(path: Path) -> SourceDeclaration:
         raise InvalidDeclaration([DeclarationError(path, line, "", f"not YAML: {error}")]) from None
     if not isinstance(data, dict) or node is None:
         raise InvalidDeclaration([DeclarationError(path, 1, "", "must be a mapping of fields")])
-    lines = dict(_field_lines(node))
+    lines = dict(field_lines(node))
     data.setdefault("name", path.stem)
     if isinstance(data.get("avro_schema"), str):  # relative to the declaration
         data["avro_schema"] = str((path.parent / data["avro_schema"]).resolve())
@@ -195,9 +177,12 @@ def load_declaration(path: Path) -> SourceDeclaration:
         declaration = SourceDeclaration.model_validate(data)
     except ValidationError as error:
         raise InvalidDeclaration(
-            [_error(path, lines, e["loc"], e["msg"], e["type"]) for e in error.errors()]
+            [
+                field_error(path, lines, e["loc"], e["msg"], e["type"], FIELDS)
+                for e in error.errors()
+            ]
         ) from None
-    problems = [_error(path, lines, (field,), msg) for field, msg in _rule_errors(declaration)]
+    problems = [field_error(path, lines, (f,), msg) for f, msg in _rule_errors(declaration)]
     if problems:
         raise InvalidDeclaration(problems)
     return declaration
@@ -231,12 +216,6 @@ def load_declarations(
         else:
             declarations.append(declaration)
     return declarations, errors
-
-
-def lines_of(path: Path) -> dict[tuple[Any, ...], int]:
-    """The line of each field of a (valid YAML) declaration file."""
-    node = yaml.compose(path.read_text(), Loader=yaml.SafeLoader)
-    return dict(_field_lines(node)) if node is not None else {}
 
 
 def _rule_errors(declaration: SourceDeclaration) -> Iterator[tuple[str, str]]:
@@ -277,29 +256,4 @@ def _rule_errors(declaration: SourceDeclaration) -> Iterator[tuple[str, str]]:
         yield "order_by", "an append source keeps every record: 'order_by' does not apply"
 
 
-def _error(
-    path: Path, lines: dict[tuple[Any, ...], int], loc: tuple[Any, ...], msg: str, kind: str = ""
-) -> DeclarationError:
-    field = ".".join(str(part) for part in loc)
-    line = next((lines[loc[:n]] for n in range(len(loc), 0, -1) if loc[:n] in lines), 1)
-    if kind == "extra_forbidden" and len(loc) == 1:
-        known = ", ".join(SourceDeclaration.model_fields)
-        msg = f"unknown field; a declaration has {known}"
-    elif kind == "extra_forbidden":
-        msg = "unknown field"
-    elif kind == "literal_error":
-        msg = msg.replace("Input should be", "must be")
-    return DeclarationError(path, line, field, msg.removeprefix("Value error, "))
-
-
-def _field_lines(node: yaml.Node, loc: tuple[Any, ...] = ()) -> Iterator[tuple[tuple, int]]:
-    """``(field path, line)`` of every value in a composed YAML document (lines from 1)."""
-    if isinstance(node, yaml.MappingNode):
-        for key, value in node.value:
-            path = (*loc, key.value)
-            yield path, key.start_mark.line + 1
-            yield from _field_lines(value, path)
-    elif isinstance(node, yaml.SequenceNode):
-        for index, item in enumerate(node.value):
-            yield (*loc, index), item.start_mark.line + 1
-            yield from _field_lines(item, (*loc, index))
+FIELDS = tuple(SourceDeclaration.model_fields)  # named by the error of an unknown field

@@ -33,6 +33,7 @@ import re
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 TABLE = re.compile(r"[a-z_][a-z0-9_]*")
+# A path into a record: dot-separated field names (``source.lsn``, ``form.meta.timeEnd``).
 FIELD_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 SEPARATOR = "__"  # a routed table flattens nested fields into parent__child columns
 DELETED_SUFFIX = "-Deleted"
