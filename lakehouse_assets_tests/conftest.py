@@ -39,7 +39,9 @@ def spark_remote() -> Iterator[str | None]:
     if SPARK_MODE == "local":
         yield None
         return
-    with SparkConnectServer(quick_start=True) as server:  # small data: start and warm quickly
+    # Spark's classes from the class archive (a quicker start), and the full JIT: the server
+    # works for the whole session, where the quick tier alone is slower.
+    with SparkConnectServer(quick_start=True, quick_jit=False) as server:
         os.environ[ENV_SPARK_REMOTE] = server.url  # processes the tests start use it too
         try:
             yield server.url

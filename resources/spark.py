@@ -144,9 +144,11 @@ def without_connect(environ: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in environ.items() if k not in ("SPARK_REMOTE", CONNECT_MODE_MARK)}
 
 
-def quick_start_options(archive: Path) -> str:
-    """Driver JVM options for a quick start: the class archive when there is one, and C1 only."""
-    options = ["-XX:TieredStopAtLevel=1"]
+def quick_start_options(archive: Path, quick_jit: bool = True) -> str:
+    """Driver JVM options for a quick start: the class archive when there is one, and, with
+    ``quick_jit``, the JIT's quick tier (C1) only. C1 alone spends less CPU on a short run; a
+    driver that works for minutes runs faster with the full JIT (see ``SparkConnectServer``)."""
+    options = ["-XX:TieredStopAtLevel=1"] if quick_jit else []
     if archive.is_file():
         options.append(f"-XX:SharedArchiveFile={archive}")
     return " ".join(options)

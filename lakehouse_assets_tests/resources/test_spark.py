@@ -67,6 +67,7 @@ def test_quick_start_options_name_the_archive_only_when_it_exists(tmp_path: Path
     assert quick_start_options(archive) == (
         f"-XX:TieredStopAtLevel=1 -XX:SharedArchiveFile={archive}"
     )
+    assert quick_start_options(archive, quick_jit=False) == f"-XX:SharedArchiveFile={archive}"
 
 
 def start_local_spark_in_a_child(conf: dict[str, str]) -> subprocess.CompletedProcess[str]:
