@@ -23,7 +23,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from datetime import date
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -48,11 +48,12 @@ from resources import LakeResource
 pytestmark = pytest.mark.faults
 
 REPO_ROOT = Path(__file__).parents[1]
-AS_OF = date(2026, 11, 21)  # gold's automation covers the 7 days up to it: the waves' days
-WAVES = (
-    {"users": 3, "days": 1, "first_day": date(2026, 11, 18), "seed": 31},
-    {"users": 3, "days": 1, "first_day": date(2026, 11, 19), "seed": 32},
-    {"users": 3, "days": 1, "first_day": date(2026, 11, 20), "seed": 33},
+# Gold's automation follows the last 7 days of the clock (not of LAKEHOUSE_AS_OF_DATE): the waves
+# are the three days before today, so a test that runs across midnight still covers them.
+AS_OF = datetime.now(UTC).date()
+WAVES = tuple(
+    {"users": 3, "days": 1, "first_day": AS_OF - timedelta(days=3 - n), "seed": 31 + n}
+    for n in range(3)
 )
 IN_PROGRESS = [dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED]
 UNFINISHED = [*IN_PROGRESS, dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED,
