@@ -23,6 +23,9 @@ Then, ``--rounds`` times, taking turns (A B, then A B again) so that drift falls
 
 It prints each side's seconds, records per second, and the ratios of throughputs (A / B and
 silver / B'), per round and as medians; the tables of all sides are checked to hold the same rows.
+Silver's step includes what the lakehouse does after each write as configured: the checks, and
+the profiles of its three tables unless ``LAKEHOUSE_PROFILE`` says otherwise (printed first; run
+it once with the default and once with ``LAKEHOUSE_PROFILE=schedule``, profiles taken nightly).
 Target of issue 12: at least 1.0x.
 
 Usage::
@@ -55,6 +58,7 @@ from deltalake import DeltaTable, write_deltalake  # noqa: E402
 from lakehouse_assets.cli import step_seconds  # noqa: E402
 from lakehouse_assets.devtools.broker import EmbeddedBroker  # noqa: E402
 from lakehouse_assets.devtools.spark_server import SparkConnectServer  # noqa: E402
+from lakehouse_assets.profiling.store import ENV_PROFILE, profile_mode  # noqa: E402
 from lakehouse_assets.sources.assets import source_assets  # noqa: E402
 from lakehouse_assets.sources.declarations import SourceDeclaration  # noqa: E402
 from resources import ENV_SPARK_REMOTE, build_resources  # noqa: E402
@@ -204,6 +208,7 @@ def main(argv: list[str] | None = None) -> None:
         build_resources({"KAFKA_BOOTSTRAP_SERVERS": bootstrap})["kafka"].create_topic(
             TOPIC, PARTITIONS
         )
+        print(f"{ENV_PROFILE}={profile_mode()}")
         seconds = produce(bootstrap, args.records, args.keys)
         print(f"produced {args.records:,} changes in {seconds:.1f} s")
         with SparkConnectServer() as server:
@@ -240,6 +245,8 @@ def main(argv: list[str] | None = None) -> None:
                 f"{statistics.median(r for r, _ in ratios):.2f}x, bronze table to SCD1 "
                 f"{statistics.median(r for _, r in ratios):.2f}x"
             )
+            # The runs' session ends before its server does (at exit it would retry for minutes).
+            build_resources({ENV_SPARK_REMOTE: server.url})["spark"].get_session().stop()
 
 
 if __name__ == "__main__":
