@@ -151,12 +151,14 @@ def _record_run(
 ) -> dg.SensorResult | None:
     """A run recording the stream's last write when no materialization did (a run in progress
     will record it itself)."""
+    if busy:
+        return None
     event = context.instance.get_latest_materialization_event(key)
     metadata = event.asset_materialization.metadata if event and event.asset_materialization else {}
     recorded = metadata.get("delta_version")
     recorded_text = None if recorded is None else str(recorded.value)
     written = unreported_write(lake.history(*key.path, limit=20), recorded_text)
-    if written is None or busy:
+    if written is None:
         return None
     reason = (
         f"{key.to_user_string()} is at Delta version {written}, but its last materialization "

@@ -147,6 +147,9 @@ class SourceDeclaration(BaseModel):
         return self.mode != "append"
 
 
+FIELDS = tuple(SourceDeclaration.model_fields)  # named by the error of an unknown field
+
+
 def sources_dir(environ: dict[str, str] | None = None) -> Path:
     """The folder of the declarations: ``LAKEHOUSE_SOURCES``, default ``sources``."""
     env = os.environ if environ is None else environ
@@ -254,6 +257,3 @@ def _rule_errors(declaration: SourceDeclaration) -> Iterator[tuple[str, str]]:
                 yield "partition_by", f"a routed table is partitioned by some of {derived}"
     if declaration.mode == "append" and declaration.order_by != OFFSET:
         yield "order_by", "an append source keeps every record: 'order_by' does not apply"
-
-
-FIELDS = tuple(SourceDeclaration.model_fields)  # named by the error of an unknown field
