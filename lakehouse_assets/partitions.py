@@ -28,17 +28,31 @@ daily_partitions = dg.DailyPartitionsDefinition(
     start_date=gold_start_date(), timezone="UTC", end_offset=1
 )
 
+# Dagster's eager condition forgets an upstream update once the asset's own materialization lands
+# after it, even one from a run that had already read its upstream: bronze committing while a
+# silver run reads would leave its rows unread until bronze commits again. Here only a request of
+# the asset clears an update it has seen, so an update seen while the asset runs gets a run of its
+# own afterwards (which finds nothing new if the running one read it after all).
+handled_by_request = (
+    dg.AutomationCondition.newly_requested() | dg.AutomationCondition.initial_evaluation()
+).with_label("handled by a request")
+eager = (
+    dg.AutomationCondition.eager()
+    .replace("handled", handled_by_request)
+    .with_label("eager, until requested")
+)
+
 # Late data changes recent days: gold follows silver for the last week of partitions by itself;
 # older days are refreshed by a backfill from the asset graph.
 GOLD_AUTOMATION_LOOKBACK = timedelta(days=7)
 # Neither follows an upstream table whose blocking checks failed.
 checks_passed = dg.AutomationCondition.all_deps_blocking_checks_passed()
 gold_automation = (
-    dg.AutomationCondition.eager().replace(
+    eager.replace(
         "in_latest_time_window",
         dg.AutomationCondition.in_latest_time_window(lookback_delta=GOLD_AUTOMATION_LOOKBACK),
     )
     & checks_passed
 )
 # Silver follows bronze as soon as bronze has new data.
-silver_automation = dg.AutomationCondition.eager() & checks_passed
+silver_automation = eager & checks_passed

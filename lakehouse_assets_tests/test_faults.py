@@ -59,6 +59,7 @@ IN_PROGRESS = [dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED]
 UNFINISHED = [*IN_PROGRESS, dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED,
               dg.DagsterRunStatus.CANCELING]  # fmt: skip
 SETTLE_S = 900
+FAILURES = (dg.DagsterEventType.RUN_FAILURE, dg.DagsterEventType.STEP_FAILURE)
 
 
 class RunningStack:
@@ -138,6 +139,7 @@ def stack(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[RunningSt
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
         left_state = (home / "services.json").exists()
+        shutil.copytree(home / "logs", tmp_path / "logs", dirs_exist_ok=True)  # kept by pytest
         shutil.rmtree(home, ignore_errors=True)
     assert process.returncode == 0, running.output()[-3000:]
     assert "Stopping the PostgreSQL server" in running.output()
@@ -178,6 +180,24 @@ def started_run_worker(instance: dg.DagsterInstance, layer: str) -> int | None:
     return None
 
 
+def run_history(instance: dg.DagsterInstance) -> str:
+    """One line per run: its status, tables, partition, retry tags and the reason it failed."""
+    lines = []
+    for record in reversed(instance.get_run_records()):
+        run = record.dagster_run
+        tables = ",".join("/".join(k.path) for k in run.asset_selection or ())
+        tags = {k: v for k, v in run.tags.items() if "retry" in k or k == "dagster/partition"}
+        failures = [
+            entry.message
+            for entry in instance.all_logs(run.run_id)
+            if entry.dagster_event
+            and (entry.dagster_event.event_type in FAILURES or "retry" in entry.message.lower())
+        ]
+        lines.append(f"{record.create_timestamp:%H:%M:%S} {run.run_id[:8]} {run.status.value} "
+                     f"{tables} {tags} {' | '.join(failures)[:300]}")  # fmt: skip
+    return "\n".join(lines)
+
+
 def assert_bronze_exactly_once(lake: LakeResource, batches: list[sample_data.SampleData]) -> None:
     """Each produced record once in its bronze table; each landing line once."""
     for topic in KAFKA_TOPICS:
@@ -207,7 +227,7 @@ def assert_settled(lake: LakeResource, batches: list[sample_data.SampleData]) ->
     return True
 
 
-def test_nothing_is_lost_or_doubled_when_services_die(stack: RunningStack) -> None:
+def test_nothing_is_lost_or_doubled_when_services_die(stack: RunningStack, tmp_path: Path) -> None:
     lake_root = Path(os.environ["LAKEHOUSE_ROOT"])
     lake = LakeResource(root=str(lake_root))
     batches = [produce(lake_root, WAVES[0])]
@@ -246,7 +266,14 @@ def test_nothing_is_lost_or_doubled_when_services_die(stack: RunningStack) -> No
         time.sleep(30)
         os.kill(broker, signal.SIGCONT)
 
-        eventually(lambda: assert_settled(lake, batches), "the lake to settle", SETTLE_S, stack)
+        try:
+            eventually(lambda: assert_settled(lake, batches), "the lake to settle", SETTLE_S, stack)
+        except AssertionError as error:
+            raise AssertionError(
+                f"{error}\nThe runs, oldest first:\n{run_history(instance)}"
+            ) from None
+        finally:
+            (tmp_path / "runs.txt").write_text(run_history(instance))
         failed = instance.get_run_records(
             filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.FAILURE])
         )

@@ -9,10 +9,13 @@ Spark application of its own (tests, one-off scripts).
 
 from __future__ import annotations
 
+import itertools
+import logging
 import os
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -43,6 +46,10 @@ LOCAL_DEFAULTS: dict[str, str] = {
 # The driver's class archive sits in the virtual environment: it belongs to its PySpark and JDK.
 DEFAULT_ARCHIVE = Path(sys.prefix) / "share" / "lakehouse" / "spark-driver.jsa"
 CONNECT_TIMEOUT_S = 10.0
+# How long a run waits for a Connect server that refuses connections: one restarting (killed, or
+# moved) is back within it, and a run retried at once after the server died does not fail again.
+CONNECT_WAIT_S = 120.0
+LOG = logging.getLogger(__name__)
 CONNECT_MODE_MARK = "SPARK_CONNECT_MODE_ENABLED"  # set by PySpark in a process using Connect
 
 
@@ -72,6 +79,11 @@ class SparkResource(LazyPySparkResource):
         default="local[*]",
         description="Master of a local application: local[*], spark://host:7077, yarn, k8s://...",
     )
+    connect_wait_s: float = Field(
+        default=CONNECT_WAIT_S,
+        description="How long a run waits for a Spark Connect server that does not accept "
+        "connections (one restarting) before it fails, naming the URL.",
+    )
     app_name: str = Field(default="lakehouse", description="Spark application name.")
     ui_enabled: bool = Field(default=False, description="Serve a local application's web UI.")
     log_level: str = Field(default="WARN", description="A local application's log level.")
@@ -95,7 +107,7 @@ class SparkResource(LazyPySparkResource):
 
     def _connect(self) -> SparkSession:
         assert self.remote is not None
-        check_reachable(self.remote)
+        check_reachable(self.remote, self.connect_wait_s)
         session = SparkSession.builder.remote(self.remote).getOrCreate()
         for key, value in {**SESSION_DEFAULTS, **self.spark_config}.items():
             session.conf.set(key, str(value))
@@ -117,25 +129,33 @@ class SparkResource(LazyPySparkResource):
         return session
 
 
-def check_reachable(url: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
-    """Fail at once, naming ``url``, when nothing listens at a Spark Connect URL.
+def check_reachable(url: str, wait_s: float = 0.0, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
+    """Return once a Spark Connect server accepts connections at ``url``, waiting up to
+    ``wait_s`` for one that does not yet (it is starting); fail naming ``url`` after that.
 
     Raises:
-        SparkConnectUnreachable: the host does not accept a connection within ``timeout_s``.
+        SparkConnectUnreachable: not a Connect URL, or nothing accepted a connection in time.
     """
     parsed = urlparse(url.split(";")[0])
     if parsed.scheme != "sc" or not parsed.hostname:
         raise SparkConnectUnreachable(
             f"SPARK_REMOTE must be a Spark Connect URL like sc://host:15002, got {url!r}"
         )
-    try:
-        with socket.create_connection((parsed.hostname, parsed.port or 15002), timeout_s):
-            pass
-    except OSError as error:
-        raise SparkConnectUnreachable(
-            f"Cannot reach the Spark Connect server at {url}: {error}. Start one with "
-            "`lakehouse spark-server`, or unset SPARK_REMOTE to run a local Spark."
-        ) from error
+    deadline = time.monotonic() + wait_s
+    for attempt in itertools.count():
+        try:
+            with socket.create_connection((parsed.hostname, parsed.port or 15002), timeout_s):
+                return
+        except OSError as error:
+            if time.monotonic() >= deadline:
+                waited = f" (waited {wait_s:.0f} s)" if wait_s else ""
+                raise SparkConnectUnreachable(
+                    f"Cannot reach the Spark Connect server at {url}{waited}: {error}. Start one "
+                    "with `lakehouse spark-server`, or unset SPARK_REMOTE to run a local Spark."
+                ) from error
+            if attempt == 0:
+                LOG.warning(f"Waiting up to {wait_s:.0f} s for the Spark Connect server at {url}")
+            time.sleep(1.0)
 
 
 def without_connect(environ: Mapping[str, str]) -> dict[str, str]:

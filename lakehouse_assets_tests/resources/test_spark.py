@@ -1,13 +1,15 @@
 """The Spark resource: workers run this interpreter, the session settings hold, the Kafka source is
-known, an unreachable Connect server fails at once, and a local driver JVM starts from the class
-archive."""
+known, an unreachable Connect server is waited for as long as configured and then named, and a
+local driver JVM starts from the class archive."""
 
 from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -19,8 +21,10 @@ from lakehouse_assets.devtools.broker import free_port
 from resources import SparkResource
 from resources.kafka_source import KAFKA_SOURCE_FORMAT
 from resources.spark import (
+    CONNECT_WAIT_S,
     DEFAULT_ARCHIVE,
     SparkConnectUnreachable,
+    check_reachable,
     quick_start_options,
     without_connect,
 )
@@ -51,8 +55,40 @@ def test_an_unreachable_connect_server_fails_at_once_naming_its_url() -> None:
     url = f"sc://127.0.0.1:{free_port()}"
     started = time.monotonic()
     with pytest.raises(SparkConnectUnreachable, match=url):
-        SparkResource(remote=url).get_session()
+        SparkResource(remote=url, connect_wait_s=0).get_session()
     assert time.monotonic() - started < 5
+
+
+def test_a_run_waits_two_minutes_for_a_restarting_server_by_default() -> None:
+    assert SparkResource(remote="sc://h:1").connect_wait_s == CONNECT_WAIT_S == 120
+
+
+def test_a_server_that_never_comes_is_named_after_the_wait() -> None:
+    url = f"sc://127.0.0.1:{free_port()}"
+    started = time.monotonic()
+    with pytest.raises(SparkConnectUnreachable, match=rf"{url} \(waited 2 s\)"):
+        check_reachable(url, wait_s=2)
+    assert 2 <= time.monotonic() - started < 10
+
+
+def test_a_server_that_starts_during_the_wait_is_reached() -> None:
+    port = free_port()
+    server = socket.socket()
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+
+    def listen() -> None:
+        server.bind(("127.0.0.1", port))
+        server.listen()
+
+    starts = threading.Timer(2.0, listen)
+    starts.start()
+    try:
+        started = time.monotonic()
+        check_reachable(f"sc://127.0.0.1:{port}", wait_s=60)
+        assert 2 <= time.monotonic() - started < 30
+    finally:
+        starts.join()
+        server.close()
 
 
 def test_a_remote_that_is_not_a_connect_url_is_named_in_the_error() -> None:
