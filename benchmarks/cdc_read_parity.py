@@ -42,7 +42,7 @@ for path in (REPO_ROOT, REPO_ROOT / "benchmarks"):
         sys.path.insert(0, str(path))
 
 import pyarrow as pa  # noqa: E402
-from cdc_scd1 import PARTITIONS, TOPIC, changes, produce  # noqa: E402
+from cdc_scd1 import PARTITIONS, TOPIC, changes, consume, produce  # noqa: E402
 from deltalake import write_deltalake  # noqa: E402
 from pyspark.sql import DataFrame, SparkSession  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
@@ -97,21 +97,6 @@ def spark_consume(spark: SparkSession, bootstrap: str, checkpoint: Path) -> None
     query.awaitTermination()
 
 
-def script_consume(bootstrap: str, records: int, group: str) -> None:
-    from confluent_kafka import Consumer, TopicPartition
-
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
-                         "enable.auto.commit": False})  # fmt: skip
-    consumer.assign([TopicPartition(TOPIC, p, 0) for p in range(PARTITIONS)])
-    values: list[bytes] = []
-    while len(values) < records:
-        for message in consumer.consume(10_000, timeout=5):
-            value = message.value()
-            if not message.error() and value is not None:
-                values.append(value)
-    consumer.close()
-
-
 def from_json(bronze: DataFrame, field_names: bool) -> DataFrame:
     text = F.col("value").cast("string")
     envelope = F.from_json(text, ENVELOPE)
@@ -151,11 +136,11 @@ def main(argv: list[str] | None = None) -> None:
         with SparkConnectServer() as server:
             spark = SparkResource(remote=server.url).get_session()
             files = [str(p) for p in Path(uri).glob("*.parquet")]
-            sides: dict[str, Callable[[int], None]] = {
+            sides: dict[str, Callable[[int], object]] = {
                 "consume A: Spark stream": lambda n: spark_consume(
                     spark, bootstrap, Path(work) / f"checkpoint-{n}"
                 ),
-                "consume B: confluent-kafka": lambda n: script_consume(
+                "consume B: confluent-kafka": lambda n: consume(
                     bootstrap, args.records, f"script-{n}"
                 ),
                 "parse A: read_records": lambda n: discard(
@@ -181,8 +166,8 @@ def main(argv: list[str] | None = None) -> None:
     def ratio(b: str, a: str) -> float:
         return statistics.median(y / x for x, y in zip(seconds[a], seconds[b], strict=True))
 
-    consume = ratio("consume B: confluent-kafka", "consume A: Spark stream")
-    print(f"consume, B / A (median): {consume:.2f}x")
+    consuming = ratio("consume B: confluent-kafka", "consume A: Spark stream")
+    print(f"consume, B / A (median): {consuming:.2f}x")
     for b in ("parse B: from_json", "parse B+: from_json, field names"):
         print(f"{b.split(':')[0]} / A (median): {ratio(b, 'parse A: read_records'):.2f}x")
 

@@ -143,10 +143,15 @@ def run_lakehouse(bootstrap: str, root: Path, remote: str) -> dict[str, Any]:
 
 def run_delta_rs(bootstrap: str, records: int, uri: str) -> dict[str, Any]:
     """The user's script from Kafka: consume everything, newest per key, one merge."""
+    started = time.perf_counter()
+    return merge_envelopes(consume(bootstrap, records, f"script-{uri}"), uri, started)
+
+
+def consume(bootstrap: str, records: int, group: str) -> list[bytes]:
+    """The script's consume loop: ``records`` values of the topic, from its start."""
     from confluent_kafka import Consumer, TopicPartition
 
-    started = time.perf_counter()
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"script-{uri}",
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
                          "enable.auto.commit": False})  # fmt: skip
     consumer.assign([TopicPartition(TOPIC, p, 0) for p in range(PARTITIONS)])
     values: list[bytes] = []
@@ -156,7 +161,7 @@ def run_delta_rs(bootstrap: str, records: int, uri: str) -> dict[str, Any]:
             if not message.error() and value is not None:
                 values.append(value)
     consumer.close()
-    return merge_envelopes(values, uri, started)
+    return values
 
 
 def run_delta_rs_from_bronze(bronze_uri: str, uri: str) -> dict[str, Any]:
