@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pyspark
 
+from lakehouse_assets.devtools.python_daemons import DaemonReaper
 from lakehouse_assets.devtools.service import LOOPBACK, LocalService, free_port, port_is_taken
 from resources.spark import (
     DEFAULT_ARCHIVE,
@@ -89,6 +90,7 @@ class SparkConnectServer(LocalService):
         log_file: Path | None = None,
         quick_start: bool = False,
         quick_jit: bool = True,
+        daemon_idle_s: float = 300.0,
     ) -> None:
         """Prepare a server.
 
@@ -108,6 +110,8 @@ class SparkConnectServer(LocalService):
                 sample graph (the demo), in about the same time; a server used for minutes is
                 faster with the full JIT (False): the test session's graph runs take 33-42 s
                 here instead of 46-61 s once warm.
+            daemon_idle_s: end the Python worker daemons a closed session left once they have
+                had no worker for this long (see ``python_daemons``).
         """
         super().__init__(timeout_s, keep_log, log_file)
         self.port = port if port is not None else free_port()
@@ -118,6 +122,8 @@ class SparkConnectServer(LocalService):
             options = quick_start_options(DEFAULT_ARCHIVE, quick_jit)
             self.conf.setdefault("spark.driver.extraJavaOptions", options)
         self.env = dict(env or {})
+        self.daemon_idle_s = daemon_idle_s
+        self._reaper: DaemonReaper | None = None
 
     @property
     def url(self) -> str:
@@ -151,4 +157,12 @@ class SparkConnectServer(LocalService):
         }
         command = server_command(self.port, self.master, self.conf, self.host)
         self._launch(command, lambda: port_is_taken(LOOPBACK, self.port), env)
+        assert self.pid is not None
+        self._reaper = DaemonReaper(self.pid, self.daemon_idle_s).start()
         return self
+
+    def stop(self) -> None:
+        if self._reaper is not None:
+            self._reaper.stop()
+            self._reaper = None
+        super().stop()

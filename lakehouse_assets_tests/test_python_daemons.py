@@ -1,0 +1,156 @@
+"""The Python worker daemons a Connect server's closed sessions leave behind are ended once idle,
+and Spark goes on working without them."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from lakehouse_assets.bronze.transforms import stamped_kafka_batch
+from lakehouse_assets.devtools.broker import EmbeddedBroker
+from lakehouse_assets.devtools.python_daemons import DaemonReaper, session_daemons
+from lakehouse_assets.devtools.spark_server import SparkConnectServer
+from lakehouse_assets_tests.conftest import produce
+from resources import KafkaResource, SparkResource, delta
+from resources.streaming import DeltaBatchSink, run_available_now
+
+# Stand-ins for Spark's daemons: their command lines name pyspark.daemon, as Spark's do. A root
+# process of their own starts them, as a server's JVM does, and reaps those that end.
+ROOT = """
+import os, subprocess, sys, time
+sleeper = "import os, signal, sys, time\\nsignal.signal(signal.SIGCHLD, signal.SIG_IGN)\\n"
+sleeper += "if sys.argv[1] == 'fork': os.fork()\\ntime.sleep(120)"
+started = [
+    subprocess.Popen([sys.executable, "-c", sleeper, workers, "pyspark.daemon"],
+                     env={**os.environ, "SPARK_JOB_ARTIFACT_UUID": artifact})
+    for workers, artifact in [("none", "6f1d3c52"), ("fork", "0b8e9a11"), ("none", "default")]
+]
+print(" ".join(str(p.pid) for p in started), flush=True)
+while True:
+    for process in started:
+        process.poll()
+    time.sleep(0.05)
+"""
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def running(pid: int) -> bool:
+    return Path(f"/proc/{pid}").exists()
+
+
+@pytest.fixture
+def stand_ins() -> Iterator[tuple[int, dict[str, int]]]:
+    """The root's pid, and its daemons: a session's idle one, a session's with a worker (busy),
+    and Spark's own (default)."""
+    root = subprocess.Popen(
+        [sys.executable, "-c", ROOT], stdout=subprocess.PIPE, start_new_session=True
+    )
+    try:
+        assert root.stdout is not None
+        started = map(int, root.stdout.readline().split())
+        pids: dict[str, int] = dict(zip(("idle", "busy", "default"), started, strict=True))
+        deadline = time.monotonic() + 10
+        while session_daemons(root.pid).get(pids["busy"]) is not True:
+            assert time.monotonic() < deadline, "the stand-in daemon's worker did not start"
+            time.sleep(0.05)
+        yield root.pid, pids
+    finally:
+        os.killpg(root.pid, signal.SIGKILL)
+        root.wait()
+
+
+def test_only_a_sessions_daemon_without_workers_is_ended_after_the_idle_time(
+    stand_ins: tuple[int, dict[str, int]],
+) -> None:
+    root, pids = stand_ins
+    idle, busy, default = pids["idle"], pids["busy"], pids["default"]
+    assert session_daemons(root) == {idle: False, busy: True}  # Spark's own left out
+
+    clock = Clock()
+    reaper = DaemonReaper(root, idle_after_s=300, clock=clock)
+    assert reaper.sweep() == []  # first seen idle at 0
+    clock.now = 299.0
+    assert reaper.sweep() == []
+    clock.now = 300.0
+    assert reaper.sweep() == [idle]
+    deadline = time.monotonic() + 10
+    while running(idle):
+        assert time.monotonic() < deadline, "the idle daemon did not end"
+        time.sleep(0.05)
+    assert running(busy) and running(default)
+    clock.now = 10_000.0
+    assert reaper.sweep() == []
+
+
+def test_a_daemon_counts_as_idle_from_when_its_last_worker_was_seen(
+    stand_ins: tuple[int, dict[str, int]],
+) -> None:
+    root, pids = stand_ins
+    worker = next(p for p in children(pids["busy"]))
+    clock = Clock()
+    reaper = DaemonReaper(root, idle_after_s=300, clock=clock)
+    assert reaper.sweep() == []  # busy at 0
+    os.kill(worker, signal.SIGKILL)
+    clock.now = 200.0
+    deadline = time.monotonic() + 10
+    while session_daemons(root)[pids["busy"]]:  # until the worker is gone
+        assert time.monotonic() < deadline, "the worker did not end"
+        time.sleep(0.05)
+    assert pids["busy"] not in reaper.sweep()  # idle from 200
+    clock.now = 499.0
+    assert pids["busy"] not in reaper.sweep()
+    clock.now = 500.0
+    assert pids["busy"] in reaper.sweep()
+
+
+def children(pid: int) -> list[int]:
+    return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def read_topic(spark: SparkSession, bootstrap: str, work: Path, name: str) -> int:
+    """One bronze stream of the topic ``t``; the rows it wrote."""
+    uri = str(work / name)
+    sink = DeltaBatchSink(uri, {}, name, str(work / f"{name}-checkpoint"), stamped_kafka_batch)
+    stream = KafkaResource(bootstrap_servers=bootstrap).read_stream(spark, ["t"], name)
+    run_available_now(stream, sink)
+    table = delta.find(uri, {})
+    return delta.row_count(table) if table else 0
+
+
+@pytest.mark.own_stack  # its own Spark: the sweep must not reach the main suite's server
+def test_a_session_goes_on_streaming_after_its_idle_daemons_are_ended(tmp_path: Path) -> None:
+    with EmbeddedBroker() as broker, SparkConnectServer(daemon_idle_s=3600) as server:
+        assert server.pid is not None
+        bootstrap = broker.bootstrap_servers
+        KafkaResource(bootstrap_servers=bootstrap).create_topic("t", 2)
+        produce(bootstrap, "t", [{"n": n} for n in range(10)])
+        spark = SparkResource(remote=server.url).get_session()
+        try:
+            assert read_topic(spark, bootstrap, tmp_path, "first") == 10
+            # Spark ends a daemon's idle workers after a minute; then its daemons are idle.
+            deadline = time.monotonic() + 150
+            while not (daemons := session_daemons(server.pid)) or any(daemons.values()):
+                assert time.monotonic() < deadline, f"session daemons still busy: {daemons}"
+                time.sleep(2)
+            ended = DaemonReaper(server.pid, idle_after_s=0).sweep()
+            assert sorted(ended) == sorted(daemons)
+            # The session's daemons (its data source's lookup, creation) are started anew.
+            assert read_topic(spark, bootstrap, tmp_path, "second") == 10
+            assert set(session_daemons(server.pid)).isdisjoint(ended)
+        finally:
+            spark.stop()
