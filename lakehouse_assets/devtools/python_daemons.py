@@ -12,8 +12,9 @@ by the hundred within hours.
 worker for ``idle_after_s``: SIGTERM, on which the daemon ends its own process group. Spark starts
 a daemon anew when a session needs one it has lost, so a session that is still open goes on
 working (tested); the one exception is a worker asked of the daemon in the very instant it ends,
-which fails that Spark job. Only this machine's processes are seen: on a cluster, daemons on the
-executors stay (those of the sessions' planning run on the driver, here).
+which fails that Spark job. Only this machine's processes are seen, through Linux's ``/proc``
+(elsewhere nothing is ended): on a cluster, daemons on the executors stay (those of the sessions'
+planning run on the driver, here).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 
+PROC = Path("/proc")
 DAEMON_MODULE = "pyspark.daemon"
 DEFAULT_ARTIFACT = "SPARK_JOB_ARTIFACT_UUID=default"
 
@@ -36,7 +38,7 @@ DEFAULT_ARTIFACT = "SPARK_JOB_ARTIFACT_UUID=default"
 def _process_table() -> dict[int, tuple[int, str]]:
     """``{pid: (parent pid, command line)}`` of this machine's processes."""
     table: dict[int, tuple[int, str]] = {}
-    for entry in Path("/proc").iterdir():
+    for entry in PROC.iterdir():
         if not entry.name.isdigit():
             continue
         with contextlib.suppress(OSError, ValueError, IndexError):
@@ -49,7 +51,7 @@ def _process_table() -> dict[int, tuple[int, str]]:
 
 def _environment(pid: int) -> list[str]:
     try:
-        return Path(f"/proc/{pid}/environ").read_bytes().decode(errors="replace").split("\0")
+        return (PROC / str(pid) / "environ").read_bytes().decode(errors="replace").split("\0")
     except OSError:
         return []
 
@@ -60,6 +62,8 @@ def session_daemons(root: int) -> dict[int, bool]:
     A daemon's workers are its forked children, with its command line; the daemons Spark keeps for
     work outside any session (artifact UUID ``default``) are left out.
     """
+    if not PROC.is_dir():  # not Linux: nothing to look at, nothing ended
+        return {}
     table = _process_table()
     children: dict[int, list[int]] = {}
     for pid, (parent, _) in table.items():
@@ -108,7 +112,7 @@ class DaemonReaper:
                 os.kill(pid, signal.SIGTERM)
             del self._idle_since[pid]
         if ended:
-            log.info("Ended %d idle Python worker daemons of closed sessions", len(ended))
+            log.info("Ended %d idle Python worker daemons of Connect sessions", len(ended))
         return ended
 
     def _loop(self) -> None:
