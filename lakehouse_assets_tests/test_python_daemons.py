@@ -23,10 +23,13 @@ from resources import KafkaResource, SparkResource, delta
 from resources.streaming import DeltaBatchSink, run_available_now
 
 # Stand-ins for Spark's daemons: their command lines name pyspark.daemon, as Spark's do. A root
-# process of their own starts them, as a server's JVM does, and reaps those that end.
+# process of their own starts them, as a server's JVM does, and reaps those that end. Like
+# pyspark.daemon they set their own SIGTERM handler: the test process may pass SIGTERM on ignored
+# (Dagster points it at SIGINT's handler, and a background job ignores SIGINT).
 ROOT = """
 import os, subprocess, sys, time
 sleeper = "import os, signal, sys, time\\nsignal.signal(signal.SIGCHLD, signal.SIG_IGN)\\n"
+sleeper += "signal.signal(signal.SIGTERM, lambda *_: os._exit(1))\\n"
 sleeper += "if sys.argv[1] == 'fork': os.fork()\\ntime.sleep(120)"
 started = [
     subprocess.Popen([sys.executable, "-c", sleeper, workers, "pyspark.daemon"],
