@@ -8,8 +8,9 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
@@ -52,6 +53,15 @@ class Clock:
         return self.now
 
 
+def wait_until(check: Callable[[], Any], what: str, timeout_s: float = 10) -> Any:
+    """``check()``'s first truthy result, polled; fails after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while not (result := check()):
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
+    return result
+
+
 def running(pid: int) -> bool:
     return Path(f"/proc/{pid}").exists()
 
@@ -67,10 +77,7 @@ def stand_ins() -> Iterator[tuple[int, dict[str, int]]]:
         assert root.stdout is not None
         started = map(int, root.stdout.readline().split())
         pids: dict[str, int] = dict(zip(("idle", "busy", "default"), started, strict=True))
-        deadline = time.monotonic() + 10
-        while session_daemons(root.pid).get(pids["busy"]) is not True:
-            assert time.monotonic() < deadline, "the stand-in daemon's worker did not start"
-            time.sleep(0.05)
+        wait_until(lambda: session_daemons(root.pid).get(pids["busy"]), "the stand-in's worker")
         yield root.pid, pids
     finally:
         os.killpg(root.pid, signal.SIGKILL)
@@ -91,10 +98,7 @@ def test_only_a_sessions_daemon_without_workers_is_ended_after_the_idle_time(
     assert reaper.sweep() == []
     clock.now = 300.0
     assert reaper.sweep() == [idle]
-    deadline = time.monotonic() + 10
-    while running(idle):
-        assert time.monotonic() < deadline, "the idle daemon did not end"
-        time.sleep(0.05)
+    wait_until(lambda: not running(idle), "the idle daemon's end")
     assert running(busy) and running(default)
     clock.now = 10_000.0
     assert reaper.sweep() == []
@@ -104,16 +108,13 @@ def test_a_daemon_counts_as_idle_from_when_its_last_worker_was_seen(
     stand_ins: tuple[int, dict[str, int]],
 ) -> None:
     root, pids = stand_ins
-    worker = next(p for p in children(pids["busy"]))
+    worker = children(pids["busy"])[0]
     clock = Clock()
     reaper = DaemonReaper(root, idle_after_s=300, clock=clock)
     assert reaper.sweep() == []  # busy at 0
     os.kill(worker, signal.SIGKILL)
     clock.now = 200.0
-    deadline = time.monotonic() + 10
-    while session_daemons(root)[pids["busy"]]:  # until the worker is gone
-        assert time.monotonic() < deadline, "the worker did not end"
-        time.sleep(0.05)
+    wait_until(lambda: not session_daemons(root)[pids["busy"]], "the worker's end")
     assert pids["busy"] not in reaper.sweep()  # idle from 200
     clock.now = 499.0
     assert pids["busy"] not in reaper.sweep()
@@ -139,21 +140,24 @@ def read_topic(spark: SparkSession, bootstrap: str, work: Path, name: str) -> in
 def test_a_session_goes_on_streaming_after_its_idle_daemons_are_ended(tmp_path: Path) -> None:
     with EmbeddedBroker() as broker, SparkConnectServer(daemon_idle_s=3600) as server:
         assert server.pid is not None
+        pid = server.pid
         bootstrap = broker.bootstrap_servers
         KafkaResource(bootstrap_servers=bootstrap).create_topic("t", 2)
         produce(bootstrap, "t", [{"n": n} for n in range(10)])
         spark = SparkResource(remote=server.url).get_session()
         try:
             assert read_topic(spark, bootstrap, tmp_path, "first") == 10
+
             # Spark ends a daemon's idle workers after a minute; then its daemons are idle.
-            deadline = time.monotonic() + 150
-            while not (daemons := session_daemons(server.pid)) or any(daemons.values()):
-                assert time.monotonic() < deadline, f"session daemons still busy: {daemons}"
-                time.sleep(2)
-            ended = DaemonReaper(server.pid, idle_after_s=0).sweep()
+            def all_idle() -> dict[int, bool]:
+                daemons = session_daemons(pid)
+                return {} if any(daemons.values()) else daemons
+
+            daemons = wait_until(all_idle, "idle session daemons", timeout_s=150)
+            ended = DaemonReaper(pid, idle_after_s=0).sweep()
             assert sorted(ended) == sorted(daemons)
             # The session's daemons (its data source's lookup, creation) are started anew.
             assert read_topic(spark, bootstrap, tmp_path, "second") == 10
-            assert set(session_daemons(server.pid)).isdisjoint(ended)
+            assert set(session_daemons(pid)).isdisjoint(ended)
         finally:
             spark.stop()
