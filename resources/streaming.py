@@ -13,8 +13,9 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 
 from resources import delta
@@ -22,6 +23,10 @@ from resources import delta
 log = logging.getLogger(__name__)
 
 BatchTransform = Callable[[DataFrame], DataFrame]
+T = TypeVar("T")
+
+WORKER_START_ATTEMPTS = 3
+"""How often a query's start is tried when Spark gave up waiting for a new Python worker."""
 
 
 @dataclass
@@ -121,13 +126,13 @@ def run_available_now(stream_df: DataFrame, sink: DeltaBatchSink) -> StreamRun:
             of the failed batch, so the next run retries it.
     """
     before = delta.find(sink.table_uri, sink.storage_options)
-    query = (
+    writer = (
         stream_df.writeStream.queryName(sink.stream)
         .foreachBatch(sink)
         .option("checkpointLocation", sink.checkpoint)
         .trigger(availableNow=True)
-        .start()
     )
+    query = start_retrying_slow_workers(writer.start, sink.stream)
     query.awaitTermination()
     run = StreamRun()
     after = delta.find(sink.table_uri, sink.storage_options)
@@ -151,3 +156,28 @@ def run_available_now(stream_df: DataFrame, sink: DeltaBatchSink) -> StreamRun:
         end = progress["sources"][0].get("endOffset")
         run.end_offsets = json.loads(end) if isinstance(end, str) else end
     return run
+
+
+def start_retrying_slow_workers(start: Callable[[], T], stream: str) -> T:
+    """Call ``start``, again when the server timed out waiting for a Python worker to start.
+
+    Spark waits a fixed 10 s for the ``foreachBatch`` worker it starts to connect back
+    (``PythonWorkerFactory``, not configurable); on a loaded machine importing PySpark can take
+    longer. The query had not started then, so starting it again is safe.
+    """
+    for attempt in range(1, WORKER_START_ATTEMPTS + 1):
+        try:
+            return start()
+        except PySparkException as error:
+            if "Python worker failed to connect back" not in str(error):
+                raise
+            if attempt == WORKER_START_ATTEMPTS:
+                raise
+            log.warning(
+                "%s: the server's Python worker did not start in time (attempt %s of %s), "
+                "starting the query again",
+                stream,
+                attempt,
+                WORKER_START_ATTEMPTS,
+            )
+    raise AssertionError("unreachable")
