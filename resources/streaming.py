@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,8 +26,8 @@ log = logging.getLogger(__name__)
 BatchTransform = Callable[[DataFrame], DataFrame]
 T = TypeVar("T")
 
-WORKER_START_ATTEMPTS = 3
-"""How often a query's start is tried when Spark gave up waiting for a new Python worker."""
+WORKER_START_WAITS_S = (10.0, 30.0)
+"""The waits before each new start of a query whose Python worker did not start in time."""
 
 
 @dataclass
@@ -158,26 +159,27 @@ def run_available_now(stream_df: DataFrame, sink: DeltaBatchSink) -> StreamRun:
     return run
 
 
-def start_retrying_slow_workers(start: Callable[[], T], stream: str) -> T:
-    """Call ``start``, again when the server timed out waiting for a Python worker to start.
+def start_retrying_slow_workers(
+    start: Callable[[], T], stream: str, sleep: Callable[[float], None] = time.sleep
+) -> T:
+    """Call ``start``; when the server timed out waiting for a Python worker, wait, then again.
 
     Spark waits a fixed 10 s for the ``foreachBatch`` worker it starts to connect back
-    (``PythonWorkerFactory``, not configurable); on a loaded machine importing PySpark can take
-    longer. The query had not started then, so starting it again is safe.
+    (``PythonWorkerFactory``, not configurable); importing PySpark takes about 1 s, but longer
+    than 10 s on a machine loaded several times over. The query had not started then, so starting
+    it again is safe; the waits (``WORKER_START_WAITS_S``) let the load pass first.
     """
-    for attempt in range(1, WORKER_START_ATTEMPTS + 1):
+    for wait_s in WORKER_START_WAITS_S:
         try:
             return start()
         except PySparkException as error:
             if "Python worker failed to connect back" not in str(error):
                 raise
-            if attempt == WORKER_START_ATTEMPTS:
-                raise
             log.warning(
-                "%s: the server's Python worker did not start in time (attempt %s of %s), "
-                "starting the query again",
+                "%s: the Spark server's Python worker did not start within Spark's 10 s (the "
+                "server is overloaded); starting the query again in %s s",
                 stream,
-                attempt,
-                WORKER_START_ATTEMPTS,
+                wait_s,
             )
-    raise AssertionError("unreachable")
+        sleep(wait_s)
+    return start()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from pyspark.errors.exceptions.connect import SparkException
 
-from resources.streaming import WORKER_START_ATTEMPTS, start_retrying_slow_workers
+from resources.streaming import start_retrying_slow_workers
 
 WORKER_TIMEOUT = "[INTERNAL] Python worker failed to connect back."  # as the server reports it
 
@@ -25,22 +25,25 @@ class Start:
         return "query"
 
 
-def test_a_worker_that_did_not_connect_back_in_time_is_waited_for_again() -> None:
-    start = Start(SparkException(message=WORKER_TIMEOUT), SparkException(message=WORKER_TIMEOUT))
-    assert start_retrying_slow_workers(start, "bronze/bpm") == "query"
-    assert start.calls == 3
+def timeouts(n: int) -> list[Exception]:
+    return [SparkException(message=WORKER_TIMEOUT) for _ in range(n)]
 
 
-def test_the_last_attempt_s_error_is_raised() -> None:
-    assert WORKER_START_ATTEMPTS == 3
-    start = Start(*(SparkException(message=WORKER_TIMEOUT) for _ in range(3)))
+def test_a_worker_that_did_not_connect_back_in_time_is_waited_for_then_started_again() -> None:
+    start, waits = Start(*timeouts(2)), []
+    assert start_retrying_slow_workers(start, "bronze/bpm", sleep=waits.append) == "query"
+    assert (start.calls, waits) == (3, [10.0, 30.0])
+
+
+def test_after_three_timeouts_the_third_is_raised() -> None:
+    start, waits = Start(*timeouts(3)), []
     with pytest.raises(SparkException, match="failed to connect back"):
-        start_retrying_slow_workers(start, "bronze/bpm")
-    assert start.calls == 3
+        start_retrying_slow_workers(start, "bronze/bpm", sleep=waits.append)
+    assert (start.calls, waits) == (3, [10.0, 30.0])
 
 
 def test_any_other_error_is_raised_at_once() -> None:
-    start = Start(SparkException(message="[STREAMING_QUERY_ERROR] boom"))
+    start, waits = Start(SparkException(message="[STREAMING_QUERY_ERROR] boom")), []
     with pytest.raises(SparkException, match="boom"):
-        start_retrying_slow_workers(start, "bronze/bpm")
-    assert start.calls == 1
+        start_retrying_slow_workers(start, "bronze/bpm", sleep=waits.append)
+    assert (start.calls, waits) == (1, [])
