@@ -92,12 +92,14 @@ class LocalService:
             self._log = tempfile.NamedTemporaryFile(  # noqa: SIM115 (open while it runs)
                 prefix=f"{self.name.replace(' ', '-')}-", suffix=".log", delete=False
             )
+        inherits_ignored = signal.getsignal(self.stop_signal) == signal.SIG_IGN
         self._process = subprocess.Popen(
             command,
             env=None if env is None else dict(env),
             stdout=self._log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=self._obey_stop_signal if inherits_ignored else None,
         )
         deadline = time.monotonic() + self.timeout_s
         while time.monotonic() < deadline:
@@ -107,6 +109,16 @@ class LocalService:
                 return
             time.sleep(0.1)
         self._fail(f"it was not ready within {self.timeout_s:.0f} s")
+
+    def _obey_stop_signal(self) -> None:
+        """In the service's process, before it runs: the stop signal back to its default.
+
+        An ignored signal stays ignored across exec, and a JVM then installs no handler for it:
+        it would only end by SIGKILL after ``stop_timeout_s``. This process ignores SIGTERM when
+        it was started with SIGINT ignored (a background job) and has run Dagster, which points
+        SIGTERM at SIGINT's handler.
+        """
+        signal.signal(self.stop_signal, signal.SIG_DFL)
 
     def _fail(self, reason: str) -> None:
         self._keep_log = True

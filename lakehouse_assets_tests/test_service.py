@@ -1,0 +1,61 @@
+"""A service stops on its stop signal even when this process ignores that signal (a background
+job that ran Dagster does): the service gets the signal's default action, not the ignoring."""
+
+from __future__ import annotations
+
+import signal
+import sys
+import time
+from collections.abc import Iterator
+from typing import Self
+
+import pytest
+
+from lakehouse_assets.devtools.service import LocalService
+
+# Reports its SIGTERM disposition, then sleeps: only the default action ends it early.
+CHILD = (
+    "import signal, sys, time\n"
+    "print(signal.getsignal(signal.SIGTERM) == signal.SIG_IGN, flush=True)\n"
+    "time.sleep(60)\n"
+)
+
+
+class Sleeper(LocalService):
+    name = "sleeper"
+    stop_timeout_s = 20.0
+
+    @property
+    def address(self) -> str:
+        return "nowhere"
+
+    def start(self) -> Self:
+        self._launch([sys.executable, "-c", CHILD], self._reported)
+        return self
+
+    def _reported(self) -> bool:
+        return bool(self.log_path and self.log_path.read_text().strip())
+
+
+@pytest.fixture
+def sigterm_ignored() -> Iterator[None]:
+    before = signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
+def test_a_service_ends_on_sigterm_that_this_process_ignores(sigterm_ignored: None) -> None:
+    service = Sleeper(timeout_s=30, keep_log=True).start()
+    assert service.log_path is not None
+    log = service.log_path
+    try:
+        assert log.read_text().strip() == "False"  # the child does not ignore it
+        started = time.monotonic()
+        process = service._process
+        service.stop()
+        assert time.monotonic() - started < 10  # not the SIGKILL after stop_timeout_s
+        assert process is not None and process.returncode == -signal.SIGTERM
+    finally:
+        log.unlink(missing_ok=True)
