@@ -159,7 +159,6 @@ def test_new_data_reaches_gold_by_itself(
     lake_root: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv(ENV_PROFILE, "materialization")
     today = datetime.now(UTC).date()
     resources["calendar"] = CalendarResource(as_of_date=today.isoformat())
     sample = sample_data.generate(users=3, days=2, first_day=today - timedelta(days=2), seed=5)
@@ -169,12 +168,14 @@ def test_new_data_reaches_gold_by_itself(
         assert tick_stream_sensors(instance, resources) == 5  # first runs create the tables
         assert tick_stream_sensors(instance, resources) == 0  # no data: no run
         daemon.tick_until_quiet()  # silver and gold of the empty tables
+        monkeypatch.setenv(ENV_PROFILE, "materialization")  # for the data's runs (Spark jobs)
         sample_data.write_landing(lake_root, sample.files)
         sample_data.produce(broker.bootstrap_servers, sample.messages)
         assert tick_stream_sensors(instance, resources) == 5  # 3 topics, 2 landing folders
         assert daemon.tick_until_quiet() >= 2  # silver first, then what follows it
         assert tick_stream_sensors(instance, resources) == 0
         assert_profiled(instance, asset_key(GOLD, WORKOUT_BPM_SUMMARY), "num_recordings")
+        monkeypatch.setenv(ENV_PROFILE, "off")
         assert_blocked_by_an_implausible_reading(instance, daemon, broker, resources, today)
 
     expected = oracle.workout_bpm_summary([sample], today)
