@@ -6,10 +6,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from lakehouse_assets.devtools.postgres import PostgresServer
-from lakehouse_assets.devtools.stack import INSTANCE_FILE, daemon_command, webserver_command
+from lakehouse_assets.devtools.stack import (
+    ENV_MAX_CONCURRENT_RUNS,
+    INSTANCE_FILE,
+    Stack,
+    daemon_command,
+    webserver_command,
+)
 from resources import ENV_KAFKA_BOOTSTRAP_SERVERS, ENV_LAKEHOUSE_ROOT, ENV_SPARK_REMOTE
 
 REPO_ROOT = Path(__file__).parents[1]
@@ -43,3 +50,21 @@ def test_dagster_reads_the_same_instance_and_variables(tmp_path: Path) -> None:
             assert name in environment
         # Step logs where the webserver reads them: $DAGSTER_HOME/storage, shared.
         assert "dagster-storage:/opt/dagster/dagster_home/storage" in compose()[service]["volumes"]
+
+
+def test_the_run_limit_can_be_lowered_for_a_small_host(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(REPO_ROOT)
+    stack, written = Stack(tmp_path), tmp_path / "dagster.yaml"
+    stack.env = {}
+    stack._write_instance(written)
+    assert written.read_text() == INSTANCE_FILE.read_text()  # the compose deployment's, as it is
+    stack.env = {ENV_MAX_CONCURRENT_RUNS: "2"}
+    stack._write_instance(written)
+    instance = yaml.safe_load(written.read_text())
+    assert instance["concurrency"]["runs"]["max_concurrent_runs"] == 2
+    assert instance["run_retries"] == yaml.safe_load(INSTANCE_FILE.read_text())["run_retries"]
+    stack.env = {ENV_MAX_CONCURRENT_RUNS: "none"}
+    with pytest.raises(SystemExit, match="LAKEHOUSE_MAX_CONCURRENT_RUNS must be a whole number"):
+        stack._write_instance(written)

@@ -23,6 +23,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Self, TypeVar
 
+import yaml
+
 from lakehouse_assets.devtools.broker import EmbeddedBroker
 from lakehouse_assets.devtools.postgres import PostgresServer
 from lakehouse_assets.devtools.service import LOOPBACK, LocalService
@@ -30,6 +32,8 @@ from lakehouse_assets.devtools.spark_server import SparkConnectServer
 from resources import ENV_KAFKA_BOOTSTRAP_SERVERS, ENV_LAKEHOUSE_ROOT, ENV_SPARK_REMOTE
 
 INSTANCE_FILE = Path("docker") / "dagster.yaml"  # the compose deployment's Dagster instance
+# Overrides the instance file's limit on runs in progress at once (a small or shared host).
+ENV_MAX_CONCURRENT_RUNS = "LAKEHOUSE_MAX_CONCURRENT_RUNS"
 WORKSPACE_FILE = "workspace.yaml"
 ServiceT = TypeVar("ServiceT", bound=LocalService)
 RESTART_DELAY_S = (1.0, 60.0)  # the first and the longest wait before a service starts again
@@ -176,13 +180,27 @@ class Stack:
             prepare_demo_lake(lake, embedded=True)
             shutil.rmtree(self.home / "postgres", ignore_errors=True)
         self.dagster_home.mkdir(parents=True, exist_ok=True)
-        shutil.copy(INSTANCE_FILE, self.dagster_home / "dagster.yaml")
+        self._write_instance(self.dagster_home / "dagster.yaml")
         self.env.update(
             {
                 "DAGSTER_HOME": str(self.dagster_home),
                 ENV_LAKEHOUSE_ROOT: str(lake),
             }
         )
+
+    def _write_instance(self, path: Path) -> None:
+        """The compose deployment's instance file, with ``LAKEHOUSE_MAX_CONCURRENT_RUNS`` if set."""
+        limit = self.env.get(ENV_MAX_CONCURRENT_RUNS)
+        if not limit:
+            shutil.copy(INSTANCE_FILE, path)
+            return
+        if not limit.isdigit() or int(limit) < 1:
+            raise SystemExit(
+                f"{ENV_MAX_CONCURRENT_RUNS} must be a whole number of at least 1, got {limit!r}"
+            )
+        instance = yaml.safe_load(INSTANCE_FILE.read_text())
+        instance["concurrency"]["runs"]["max_concurrent_runs"] = int(limit)
+        path.write_text(yaml.safe_dump(instance, sort_keys=False))
 
     def _run(self, service: ServiceT) -> ServiceT:
         print(f"Starting the {service.name}...", flush=True)
