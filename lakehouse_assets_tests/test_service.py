@@ -3,6 +3,7 @@ job that ran Dagster does): the service gets the signal's default action, not th
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import time
@@ -59,3 +60,27 @@ def test_a_service_ends_on_sigterm_that_this_process_ignores(sigterm_ignored: No
         assert process is not None and process.returncode == -signal.SIGTERM
     finally:
         log.unlink(missing_ok=True)
+
+
+def test_no_python_runs_in_the_forked_child_before_exec(sigterm_ignored: None) -> None:
+    """A child forked from a process holding gRPC threads (a Spark Connect client) can abort if
+    Python runs in it before exec (gRPC's fork handlers: a ``preexec_fn``). Python's after-fork
+    hooks run in the forked child exactly when it runs Python code there: they must not run."""
+    read_end, write_end = os.pipe()
+    os.set_blocking(read_end, False)
+    watching = [True]  # a hook cannot be unregistered: it writes only during this test
+
+    def report() -> None:
+        if watching[0]:
+            os.write(write_end, b"python ran\n")
+
+    os.register_at_fork(after_in_child=report)
+    try:
+        for _ in range(3):
+            Sleeper(timeout_s=30).start().stop()
+        with pytest.raises(BlockingIOError):  # nothing was written
+            os.read(read_end, 100)
+    finally:
+        watching[0] = False
+        os.close(read_end)
+        os.close(write_end)

@@ -9,6 +9,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Mapping
@@ -36,6 +37,28 @@ def port_is_taken(host: str, port: int) -> bool:
         except OSError:
             return True
     return False
+
+
+# Execs its arguments with one signal (argv[1], a number) back to its default action.
+_DEFAULT_SIGNAL_THEN_EXEC = (
+    "import os, signal, sys; signal.signal(int(sys.argv[1]), signal.SIG_DFL); "
+    "os.execvp(sys.argv[2], sys.argv[2:])"
+)
+
+
+def obeying(stop_signal: signal.Signals, command: list[str]) -> list[str]:
+    """``command``, run so that it obeys ``stop_signal`` even where this process ignores it.
+
+    An ignored signal stays ignored across exec, and a JVM then installs no handler for it: the
+    service would end only by SIGKILL. This process ignores SIGTERM when it was started with SIGINT
+    ignored (a background job) and has run Dagster, which points SIGTERM at SIGINT's handler. The
+    disposition is reset by a small launcher the child execs, not by a ``preexec_fn``: Python run
+    in a forked child of a process holding gRPC threads (a Spark Connect client) can abort there.
+    """
+    if signal.getsignal(stop_signal) != signal.SIG_IGN:
+        return command
+    launcher = [sys.executable, "-I", "-S", "-c", _DEFAULT_SIGNAL_THEN_EXEC, str(int(stop_signal))]
+    return [*launcher, *command]
 
 
 class LocalService:
@@ -92,14 +115,12 @@ class LocalService:
             self._log = tempfile.NamedTemporaryFile(  # noqa: SIM115 (open while it runs)
                 prefix=f"{self.name.replace(' ', '-')}-", suffix=".log", delete=False
             )
-        inherits_ignored = signal.getsignal(self.stop_signal) == signal.SIG_IGN
         self._process = subprocess.Popen(
-            command,
+            obeying(self.stop_signal, command),
             env=None if env is None else dict(env),
             stdout=self._log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            preexec_fn=self._obey_stop_signal if inherits_ignored else None,
         )
         deadline = time.monotonic() + self.timeout_s
         while time.monotonic() < deadline:
@@ -109,16 +130,6 @@ class LocalService:
                 return
             time.sleep(0.1)
         self._fail(f"it was not ready within {self.timeout_s:.0f} s")
-
-    def _obey_stop_signal(self) -> None:
-        """In the service's process, before it runs: the stop signal back to its default.
-
-        An ignored signal stays ignored across exec, and a JVM then installs no handler for it:
-        it would only end by SIGKILL after ``stop_timeout_s``. This process ignores SIGTERM when
-        it was started with SIGINT ignored (a background job) and has run Dagster, which points
-        SIGTERM at SIGINT's handler.
-        """
-        signal.signal(self.stop_signal, signal.SIG_DFL)
 
     def _fail(self, reason: str) -> None:
         self._keep_log = True
