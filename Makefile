@@ -11,13 +11,14 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml lakehouse_assets/devtools/jars.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' || \
 		{ echo "Python 3.11 is required (found: $(PYTHON)); set PYTHON=/path/to/python3.11"; exit 1; }
 	@command -v java >/dev/null || { echo "Java 17 is required by Spark: install a JDK 17"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/lakehouse jars
 	$(BIN)/lakehouse spark-archive
 	touch $(STAMP)
 

@@ -230,6 +230,19 @@ def spark_archive() -> None:
     print(f"Wrote the Spark driver class archive {path} in {time.perf_counter() - started:.0f} s")
 
 
+def jars() -> None:
+    """Resolve the pinned JVM packages (see ``lakehouse_assets.devtools.jars``)."""
+    from lakehouse_assets.devtools.jars import JarResolutionError, resolve
+
+    started = time.perf_counter()
+    try:
+        resolved = resolve()
+    except JarResolutionError as error:
+        sys.exit(str(error))
+    seconds = time.perf_counter() - started
+    print(f"Resolved {len(resolved)} JVM jars into {resolved[0].parent} in {seconds:.0f} s")
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of the ``lakehouse`` command."""
     parser = argparse.ArgumentParser(prog="lakehouse", description=__doc__)
@@ -267,6 +280,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     commands.add_parser(
         "spark-archive", help="write the class archive that makes Spark's driver start sooner"
     )
+    commands.add_parser(
+        "jars", help="resolve the pinned JVM packages (Delta Lake, Spark's Kafka source) once"
+    )
     args = parser.parse_args(argv)
     try:
         if args.command == "demo":
@@ -275,6 +291,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             produce_sample(args.users, args.days)
         elif args.command == "spark-archive":
             spark_archive()
+        elif args.command == "jars":
+            jars()
         elif args.command == "migrate":
             migrate()
         elif args.command == "sources":

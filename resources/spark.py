@@ -45,12 +45,39 @@ LOCAL_DEFAULTS: dict[str, str] = {
 }
 # The driver's class archive sits in the virtual environment: it belongs to its PySpark and JDK.
 DEFAULT_ARCHIVE = Path(sys.prefix) / "share" / "lakehouse" / "spark-driver.jsa"
+# The pinned JVM packages (Delta Lake, Spark's Kafka source), resolved there by `lakehouse jars`.
+JARS_DIR = Path(sys.prefix) / "share" / "lakehouse" / "jars"
+# Delta Lake's SQL (MERGE, OPTIMIZE, VACUUM) and its catalog in every session.
+DELTA_SETTINGS: dict[str, str] = {
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+}
 CONNECT_TIMEOUT_S = 10.0
 # How long a run waits for a Connect server that refuses connections: one restarting (killed, or
 # moved) is back within it, and a run retried at once after the server died does not fail again.
 CONNECT_WAIT_S = 120.0
 LOG = logging.getLogger(__name__)
 CONNECT_MODE_MARK = "SPARK_CONNECT_MODE_ENABLED"  # set by PySpark in a process using Connect
+
+
+class SparkJarsMissing(RuntimeError):
+    """The pinned JVM packages were never resolved into this environment."""
+
+
+def jvm_settings(jars_dir: Path = JARS_DIR) -> dict[str, str]:
+    """Settings of every Spark application the project starts (a Connect server, a local
+    session): the pinned jars, which its executors fetch from the driver, and Delta's extension.
+
+    Raises:
+        SparkJarsMissing: ``jars_dir`` holds no jar.
+    """
+    jars = sorted(jars_dir.glob("*.jar"))
+    if not jars:
+        raise SparkJarsMissing(
+            f"No JVM packages in {jars_dir}: run `lakehouse jars` (`make install` does) to "
+            "resolve Delta Lake and Spark's Kafka source once."
+        )
+    return {"spark.jars": ",".join(str(jar) for jar in jars), **DELTA_SETTINGS}
 
 
 class SparkConnectUnreachable(RuntimeError):
@@ -116,7 +143,11 @@ class SparkResource(LazyPySparkResource):
     def _start_local(self) -> SparkSession:
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-        settings = {**LOCAL_DEFAULTS, "spark.ui.enabled": str(self.ui_enabled).lower()}
+        settings = {
+            **LOCAL_DEFAULTS,
+            **jvm_settings(),
+            "spark.ui.enabled": str(self.ui_enabled).lower(),
+        }
         if self.quick_start:
             settings["spark.driver.extraJavaOptions"] = quick_start_options(DEFAULT_ARCHIVE)
         builder: Any = SparkSession.builder.master(self.master).appName(self.app_name)

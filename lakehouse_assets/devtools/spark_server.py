@@ -21,6 +21,7 @@ from lakehouse_assets.devtools.service import LOOPBACK, LocalService, free_port,
 from resources.spark import (
     DEFAULT_ARCHIVE,
     SESSION_DEFAULTS,
+    jvm_settings,
     quick_start_options,
     without_connect,
 )
@@ -54,6 +55,7 @@ def server_command(
     """The ``spark-submit`` command line of a Connect server on ``host:port``."""
     settings = {
         **SERVER_DEFAULTS,
+        **jvm_settings(),
         **conf,
         "spark.connect.grpc.binding.address": host,
         "spark.connect.grpc.binding.port": str(port),

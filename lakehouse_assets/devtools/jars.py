@@ -1,0 +1,89 @@
+"""The pinned JVM artifacts (``jars.toml``), resolved once into the virtual environment.
+
+``lakehouse jars`` (run by ``make install``) resolves them with Spark's own resolver (Ivy, as
+``spark-submit --packages`` does) and keeps the resolved files in ``resources.spark.JARS_DIR``;
+every Spark the project starts loads them from there (``resources.spark.jvm_settings``). The
+repository is Maven Central, or Spark's own ``DEFAULT_ARTIFACT_REPOSITORY`` (an internal mirror).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from lakehouse_assets.devtools.spark_server import spark_home
+from resources.spark import JARS_DIR, without_connect
+
+PINS = Path(__file__).with_name("jars.toml")
+MAVEN_CENTRAL = "https://repo1.maven.org/maven2/"
+MIRROR_VARIABLE = "DEFAULT_ARTIFACT_REPOSITORY"  # Spark's own: the root of every repository
+
+
+@dataclass(frozen=True)
+class Pins:
+    """Maven coordinates (group:artifact:version) and the group:artifact pairs left out."""
+
+    packages: tuple[str, ...]
+    excludes: tuple[str, ...]
+
+
+def pinned(section: str = "spark", pins: Path = PINS) -> Pins:
+    """The packages and exclusions of one section of the pin file."""
+    table = tomllib.loads(pins.read_text())[section]
+    return Pins(packages=tuple(table["packages"]), excludes=tuple(table.get("excludes", ())))
+
+
+class JarResolutionError(RuntimeError):
+    """The pinned jars could not be resolved."""
+
+
+def resolve(target: Path = JARS_DIR, pins: Pins | None = None) -> list[Path]:
+    """Resolve ``pins`` (the ``spark`` section) with their dependencies into ``target``, replacing
+    what it held only once every jar resolved; returns the jars. Ivy's cache stays beside
+    ``target``, so resolving again needs the network only for what changed.
+
+    Raises:
+        JarResolutionError: a package or a dependency could not be resolved.
+    """
+    pins = pins or pinned()
+    ivy = target.parent / f"{target.name}-ivy"
+    shutil.rmtree(ivy / "jars", ignore_errors=True)  # Ivy copies the resolved jars there
+    with tempfile.TemporaryDirectory() as work:
+        nothing = Path(work) / "resolved.py"
+        nothing.touch()
+        command = [
+            str(spark_home() / "bin" / "spark-submit"),
+            "--packages",
+            ",".join(pins.packages),
+        ]
+        if pins.excludes:
+            command += ["--exclude-packages", ",".join(pins.excludes)]
+        command += ["--conf", f"spark.jars.ivy={ivy}", str(nothing)]
+        env = {
+            MIRROR_VARIABLE: MAVEN_CENTRAL,
+            **without_connect(os.environ),
+            "SPARK_HOME": str(spark_home()),
+            "PYSPARK_PYTHON": sys.executable,
+        }
+        done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    jars = sorted((ivy / "jars").glob("*.jar"))
+    if done.returncode != 0 or not jars:
+        repository = env[MIRROR_VARIABLE]
+        raise JarResolutionError(
+            f"Could not resolve the JVM packages {', '.join(pins.packages)} from {repository} "
+            f"(set {MIRROR_VARIABLE} to use a mirror). spark-submit said:\n{done.stderr[-3000:]}"
+        )
+    staged = target.with_name(f"{target.name}.new")
+    shutil.rmtree(staged, ignore_errors=True)
+    staged.mkdir(parents=True)
+    for jar in jars:
+        shutil.move(jar, staged / jar.name)
+    shutil.rmtree(target, ignore_errors=True)
+    staged.rename(target)
+    return sorted(target.glob("*.jar"))
