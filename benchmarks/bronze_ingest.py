@@ -3,7 +3,7 @@
 What it measures
 ----------------
 N heart-rate records (``{"device_id", "time", "heartrate"}`` JSON, keyed by device id) are
-produced to the topic ``bpm`` (P partitions) of the embedded tansu broker, or of the Kafka
+produced to the topic ``bpm`` (P partitions) of the embedded broker (Apache Kafka), or of the Kafka
 cluster named by ``KAFKA_BOOTSTRAP_SERVERS``. Producing is timed and printed, but is not part of
 the comparison. Then the same records are ingested into fresh Delta tables, one invocation
 measuring every mode side by side:
@@ -641,7 +641,7 @@ def main(argv: list[str] | None = None) -> None:
     from lakehouse_assets.devtools.broker import EmbeddedBroker
 
     with EmbeddedBroker() as broker:
-        print(f"broker: embedded tansu at {broker.bootstrap_servers}")
+        print(f"broker: embedded Apache Kafka at {broker.bootstrap_servers}")
         benchmark(broker.bootstrap_servers, args, external=False)
 
 

@@ -2,7 +2,7 @@
 
 What it measures
 ----------------
-N heart-rate records (JSON, keyed) are produced to one partition of the embedded tansu broker
+N heart-rate records (JSON, keyed) are produced to one partition of the embedded broker
 (untimed). Then the whole partition is read into Arrow record batches of the bronze Kafka columns,
 as one Spark input partition of the source is read on an executor, alternately (A B A B ...):
 

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     import dagster as dg
 
 NAME_WIDTH = 40  # of the table column in the printed row counts
-# Marks a lake filled from the memory-only embedded broker: safe to reset on the next demo.
+# Marks a lake filled from a demo's own embedded broker: safe to reset on the next demo.
 DEMO_MARKER = ".embedded-broker-demo"
 
 
@@ -61,8 +61,8 @@ def local_service(variable: str, service: Callable[[], LocalService]) -> Iterato
 def prepare_demo_lake(root: Path, embedded: bool) -> None:
     """Reset a lake left by an earlier demo on the embedded broker; never touch any other lake.
 
-    The embedded broker forgets its records when it stops, so the checkpoints of an earlier
-    embedded demo point at offsets the new broker does not have.
+    Each demo starts a new embedded broker (in a temporary folder), so the checkpoints of an
+    earlier embedded demo point at offsets the new broker does not have.
     """
     if not embedded:
         return
@@ -70,10 +70,10 @@ def prepare_demo_lake(root: Path, embedded: bool) -> None:
         if not (root / DEMO_MARKER).exists():
             raise SystemExit(
                 f"The lake at {root} was not made by an embedded-broker demo, and its stream "
-                "checkpoints would not match the new in-memory broker. Set LAKEHOUSE_ROOT to an "
+                "checkpoints would not match the demo's new broker. Set LAKEHOUSE_ROOT to an "
                 "empty folder, or KAFKA_BOOTSTRAP_SERVERS to the Kafka this lake was filled from."
             )
-        print(f"Resetting the demo lake at {root} (the embedded broker starts empty)")
+        print(f"Resetting the demo lake at {root} (the demo's broker starts empty)")
         shutil.rmtree(root)
     root.mkdir(parents=True, exist_ok=True)
     (root / DEMO_MARKER).write_text("made by `lakehouse demo` on the embedded broker\n")
@@ -232,15 +232,17 @@ def spark_archive() -> None:
 
 def jars() -> None:
     """Resolve the pinned JVM packages (see ``lakehouse_assets.devtools.jars``)."""
-    from lakehouse_assets.devtools.jars import JarResolutionError, resolve
+    from lakehouse_assets.devtools.jars import JarResolutionError, resolve_all
 
     started = time.perf_counter()
     try:
-        resolved = resolve()
+        resolved = resolve_all()
     except JarResolutionError as error:
         sys.exit(str(error))
     seconds = time.perf_counter() - started
-    print(f"Resolved {len(resolved)} JVM jars into {resolved[0].parent} in {seconds:.0f} s")
+    for user, jars in resolved.items():
+        print(f"Resolved {len(jars)} jars for {user} into {jars[0].parent}")
+    print(f"Resolved the JVM packages in {seconds:.0f} s")
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -256,6 +258,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         sub.add_argument("--days", type=int, default=2, help="number of days (default 2)")
     run_broker = commands.add_parser("broker", help="run the embedded Kafka broker")
     run_broker.add_argument("--port", type=int, default=DEFAULT_BROKER_PORT)
+    run_broker.add_argument(
+        "--data",
+        type=Path,
+        default=Path(".lakehouse") / "kafka",
+        help="the broker's records, kept across restarts (default .lakehouse/kafka, as `up`'s)",
+    )
     run_server = commands.add_parser("spark-server", help="run a Spark Connect server")
     run_server.add_argument("--port", type=int, default=DEFAULT_CONNECT_PORT)
     run_server.add_argument("--host", default="127.0.0.1", help="address to listen on")
@@ -281,7 +289,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         "spark-archive", help="write the class archive that makes Spark's driver start sooner"
     )
     commands.add_parser(
-        "jars", help="resolve the pinned JVM packages (Delta Lake, Spark's Kafka source) once"
+        "jars",
+        help="resolve the pinned JVM packages (Delta Lake, Spark's Kafka source, Kafka) once",
     )
     args = parser.parse_args(argv)
     try:
@@ -309,6 +318,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
             up(args.home, args.port, args.host)
         else:
-            serve(EmbeddedBroker(port=args.port, keep_log=True), ENV_KAFKA_BOOTSTRAP_SERVERS)
+            broker = EmbeddedBroker(port=args.port, data_dir=args.data, keep_log=True)
+            serve(broker, ENV_KAFKA_BOOTSTRAP_SERVERS)
     except (EmbeddedBrokerError, SparkServerError, PostgresServerError) as error:
         sys.exit(str(error))

@@ -1,4 +1,5 @@
-"""Shared fixtures: a real embedded broker per test, one Spark application per test session.
+"""Shared fixtures: one real Kafka broker (emptied for each test) and one Spark application per
+test session.
 
 By default the session starts one Spark Connect server from the pyspark wheel and every test, and
 every process a test starts (``SPARK_REMOTE`` is exported), is a client of it: the production
@@ -9,13 +10,17 @@ holds either kind of session, never both: PySpark forbids mixing them.)
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from kafka import KafkaAdminClient
+from kafka.errors import UnknownTopicOrPartitionError
 from pyspark.sql import SparkSession
 
 from lakehouse_assets import sample_data
@@ -64,10 +69,36 @@ def postgres() -> Iterator[PostgresServer]:
         yield server
 
 
-@pytest.fixture
-def broker() -> Iterator[EmbeddedBroker]:
+@pytest.fixture(scope="session")
+def session_broker() -> Iterator[EmbeddedBroker]:
+    """One Apache Kafka broker for the session (a JVM: seconds to start)."""
     with EmbeddedBroker() as running:
         yield running
+
+
+@pytest.fixture
+def broker(session_broker: EmbeddedBroker) -> EmbeddedBroker:
+    """The session's broker, emptied of the topics and consumer groups of earlier tests."""
+    empty(session_broker.bootstrap_servers)
+    return session_broker
+
+
+def empty(bootstrap_servers: str, timeout_s: float = 30.0) -> None:
+    """Delete every topic (but Kafka's own) and consumer group; return once they are gone."""
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers)
+    try:
+        groups = [group["group_id"] for group in admin.list_groups()]
+        if groups:
+            admin.delete_groups(groups)
+        deadline = time.monotonic() + timeout_s
+        while topics := [t for t in admin.list_topics() if not t.startswith("__")]:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"Topics not deleted within {timeout_s:.0f} s: {topics}")
+            with contextlib.suppress(UnknownTopicOrPartitionError):
+                admin.delete_topics(topics)
+            time.sleep(0.1)
+    finally:
+        admin.close()
 
 
 @pytest.fixture

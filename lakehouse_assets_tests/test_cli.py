@@ -92,7 +92,7 @@ def test_dagster_cli_materializes_the_whole_graph_from_any_year_against_the_give
     assert_reports_match(*reports, lake, [sample])
 
 
-def test_broker_command_stops_its_broker_on_sigterm() -> None:
+def test_broker_command_stops_its_broker_on_sigterm(tmp_path: Path) -> None:
     import signal
     import socket
     import time
@@ -100,7 +100,8 @@ def test_broker_command_stops_its_broker_on_sigterm() -> None:
     from lakehouse_assets.devtools.broker import free_port
 
     port = free_port()
-    command = [str(BIN / "lakehouse"), "broker", "--port", str(port)]
+    data = tmp_path / "kafka"
+    command = [str(BIN / "lakehouse"), "broker", "--port", str(port), "--data", str(data)]
     process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.PIPE, text=True)
     assert process.stdout is not None
     assert "listening" in process.stdout.readline()
@@ -109,3 +110,4 @@ def test_broker_command_stops_its_broker_on_sigterm() -> None:
     time.sleep(0.5)
     with socket.socket() as probe:  # nothing listens on the port any more
         assert probe.connect_ex(("127.0.0.1", port)) != 0
+    assert (data / "log" / "meta.properties").is_file()  # its records are kept

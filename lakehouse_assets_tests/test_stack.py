@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -68,3 +69,29 @@ def test_the_run_limit_can_be_lowered_for_a_small_host(
     stack.env = {ENV_MAX_CONCURRENT_RUNS: "none"}
     with pytest.raises(SystemExit, match="LAKEHOUSE_MAX_CONCURRENT_RUNS must be a whole number"):
         stack._write_instance(written)
+
+
+def test_the_lake_lives_as_long_as_the_embedded_brokers_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(REPO_ROOT)
+    stack = Stack(tmp_path)
+    stack.env = {}
+    assert stack._starts_new_broker()
+    stack._prepare_home(stack._starts_new_broker())
+    table = Path(stack.env[ENV_LAKEHOUSE_ROOT]) / "bronze" / "bpm"
+    table.mkdir(parents=True)
+    stack.kafka_data.mkdir()  # the broker's records
+
+    stack.env = {}  # `make up` again: the same broker, the same lake
+    assert not stack._starts_new_broker()
+    stack._prepare_home(stack._starts_new_broker())
+    assert table.is_dir()
+
+    shutil.rmtree(stack.kafka_data)  # a new cluster: the lake's offsets are not its offsets
+    stack.env = {}
+    stack._prepare_home(stack._starts_new_broker())
+    assert not table.exists()
+
+    stack.env = {ENV_KAFKA_BOOTSTRAP_SERVERS: "kafka:9092"}  # a user's Kafka: never reset
+    assert not stack._starts_new_broker()

@@ -115,7 +115,7 @@ class KafkaResource(dg.ConfigurableResource):
 
     def end_offsets(self, topics: Iterable[str]) -> dict[TopicPartitionKey, int]:
         """The log end offset of every partition of ``topics`` (missing topics are skipped)."""
-        with self._consumer(fetch_max_wait_ms=100) as consumer:
+        with self._consumer() as consumer:
             return log_end_offsets(consumer, existing_partitions(consumer, topics))
 
     def start_offsets(self, topics: Iterable[str]) -> dict[TopicPartitionKey, int]:

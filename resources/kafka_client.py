@@ -6,7 +6,6 @@ partitions, consumer-group commits, and the checkpoint's offsets shape. All use 
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -111,27 +110,11 @@ def from_offsets(offsets: Offsets) -> dict[TopicPartitionKey, int]:
 
 
 def log_end_offsets(client: Any, partitions: Sequence[Any]) -> dict[TopicPartitionKey, int]:
-    """The true log end offset of each partition, read with a fresh kafka-python consumer.
-
-    ListOffsets(latest) can under-report the end (the embedded tansu broker answers the base
-    offset of the last record batch + 1), while the high watermark in a fetch response is
-    exact. So fetch once from just before the reported end and take the larger of the two.
-    """
+    """The log end offset (high watermark) of each partition: ListOffsets(latest)."""
     if not partitions:
         return {}
-    reported = client.end_offsets(list(partitions))
-    probed = [tp for tp in partitions if reported[tp] > 0]
-    client.assign(probed)
-    for tp in probed:
-        client.seek(tp, reported[tp] - 1)
-    deadline = time.monotonic() + 10
-    while probed and time.monotonic() < deadline:
-        client.poll(timeout_ms=100, max_records=1)
-        if all(client.highwater(tp) is not None for tp in probed):
-            break
-    highwaters = {tp: client.highwater(tp) or 0 for tp in probed}
-    client.assign([])
-    return {(tp.topic, tp.partition): max(reported[tp], highwaters.get(tp, 0)) for tp in partitions}
+    ends = client.end_offsets(list(partitions))
+    return {(tp.topic, tp.partition): offset for tp, offset in ends.items()}
 
 
 def as_topic_partitions(keys: Iterable[TopicPartitionKey]) -> list[Any]:

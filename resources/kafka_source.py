@@ -99,12 +99,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return existing_partitions(self._client(), self.topics, self.pattern)
 
     def _log_ends(self, partitions: Sequence[Any]) -> dict[TopicPartitionKey, int]:
-        # A fresh consumer: records a reused one buffered earlier would hide the high watermark.
-        probe = new_consumer(self.bootstrap_servers, fetch_max_wait_ms=100)
-        try:
-            return log_end_offsets(probe, partitions)
-        finally:
-            probe.close()
+        return log_end_offsets(self._client(), partitions)
 
     def _log_starts(self, partitions: Sequence[Any]) -> dict[TopicPartitionKey, int]:
         if not partitions:

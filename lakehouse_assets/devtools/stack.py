@@ -118,10 +118,10 @@ class Stack:
     """The services of the production shape, started in order and kept running.
 
     Services whose address is already in the environment (``DAGSTER_POSTGRES_HOST``,
-    ``KAFKA_BOOTSTRAP_SERVERS``, ``SPARK_REMOTE``) are used, not started. On the embedded broker,
-    which keeps its records in memory, the stack starts empty: the lake (``LAKEHOUSE_ROOT``,
-    default ``<home>/lake``) and Dagster's database are reset, since their offsets and history
-    would not match the new broker's.
+    ``KAFKA_BOOTSTRAP_SERVERS``, ``SPARK_REMOTE``) are used, not started. The embedded broker keeps
+    its records in ``<home>/kafka``, so a stack started again goes on where it stopped; when that
+    folder is new (a new cluster), the lake (``LAKEHOUSE_ROOT``, default ``<home>/lake``) and
+    Dagster's database are reset too, since their offsets and history would not match it.
     """
 
     def __init__(self, home: Path, port: int = 3000, host: str = LOOPBACK) -> None:
@@ -145,14 +145,14 @@ class Stack:
         return self
 
     def _start_all(self) -> None:
-        embedded = ENV_KAFKA_BOOTSTRAP_SERVERS not in self.env
-        self._prepare_home(embedded)
+        self._prepare_home(self._starts_new_broker())
         if "DAGSTER_POSTGRES_HOST" not in self.env:
             data = self.home / "postgres"
             postgres = self._run(PostgresServer(data_dir=data, log_file=self._log("postgres")))
             self.env.update(postgres.environment)
-        if embedded:
-            broker = self._run(EmbeddedBroker(log_file=self._log("kafka")))
+        if ENV_KAFKA_BOOTSTRAP_SERVERS not in self.env:
+            broker = EmbeddedBroker(data_dir=self.kafka_data, log_file=self._log("kafka"))
+            self._run(broker)
             self.env[ENV_KAFKA_BOOTSTRAP_SERVERS] = broker.address
         if ENV_SPARK_REMOTE not in self.env:
             spark = self._run(SparkConnectServer(log_file=self._log("spark")))
@@ -171,12 +171,22 @@ class Stack:
             )
         )  # fmt: skip
 
-    def _prepare_home(self, embedded: bool) -> None:
-        """The instance file and the lake's location; on the embedded broker, an empty start."""
+    def _starts_new_broker(self) -> bool:
+        """Whether the stack starts an embedded broker on a folder it never used: a new cluster."""
+        return ENV_KAFKA_BOOTSTRAP_SERVERS not in self.env and not self.kafka_data.exists()
+
+    @property
+    def kafka_data(self) -> Path:
+        """The embedded broker's records."""
+        return self.home / "kafka"
+
+    def _prepare_home(self, new_broker: bool) -> None:
+        """The instance file and the lake's location; with a new embedded broker, an empty
+        start."""
         from lakehouse_assets.cli import prepare_demo_lake
 
         lake = Path(self.env.get(ENV_LAKEHOUSE_ROOT) or self.home / "lake").resolve()
-        if embedded:
+        if new_broker:
             prepare_demo_lake(lake, embedded=True)
             shutil.rmtree(self.home / "postgres", ignore_errors=True)
         self.dagster_home.mkdir(parents=True, exist_ok=True)
@@ -230,9 +240,6 @@ class Stack:
                 if code is None or self._stopping:
                     continue
                 print(f"The {service.name} exited with code {code}; starting it again", flush=True)
-                if isinstance(service, EmbeddedBroker):  # in memory: the checkpoints are ahead now
-                    print("The embedded broker's records are lost: its streams will fail on data "
-                          "loss (see LAKEHOUSE_KAFKA_FAIL_ON_DATA_LOSS)", flush=True)  # fmt: skip
                 service.stop()
                 try:
                     service.start()

@@ -15,7 +15,7 @@ from lakehouse_assets_tests.bronze.helpers import (
     heart_rates,
     materialize_bpm,
 )
-from lakehouse_assets_tests.conftest import produce
+from lakehouse_assets_tests.conftest import empty, produce
 from resources import KafkaResource
 
 pytestmark = pytest.mark.local_spark  # also on a local Spark application
@@ -98,19 +98,18 @@ def test_a_recreated_topic_fails_the_stream_unless_told_to_resume_at_the_log_sta
     resources["kafka"].create_topic(TOPIC_BPM, partitions=1)
     produce(broker.bootstrap_servers, TOPIC_BPM, heart_rates(0, 50))
     materialize_bpm(resources)
-    with EmbeddedBroker() as emptied:  # a broker that lost the topic's records
-        resources["kafka"] = KafkaResource(bootstrap_servers=emptied.bootstrap_servers)
-        resources["kafka"].create_topic(TOPIC_BPM, partitions=1)
-        produce(emptied.bootstrap_servers, TOPIC_BPM, heart_rates(50, 5))
-        with pytest.raises(Exception, match="at offset 50 but the log now ends at 5"):
-            materialize_bpm(resources)
-        assert bronze_sequence_numbers(spark, resources) == list(range(50))
+    empty(broker.bootstrap_servers)  # the topic deleted and made again: its records are lost
+    resources["kafka"].create_topic(TOPIC_BPM, partitions=1)
+    produce(broker.bootstrap_servers, TOPIC_BPM, heart_rates(50, 5))
+    with pytest.raises(Exception, match="at offset 50 but the log now ends at 5"):
+        materialize_bpm(resources)
+    assert bronze_sequence_numbers(spark, resources) == list(range(50))
 
-        # The documented option: resume from the earliest available offsets, saying so.
-        resources["kafka"] = KafkaResource(
-            bootstrap_servers=emptied.bootstrap_servers, fail_on_data_loss=False
-        )
-        result = materialize_bpm(resources)
+    # The documented option: resume from the earliest available offsets, saying so.
+    resources["kafka"] = KafkaResource(
+        bootstrap_servers=broker.bootstrap_servers, fail_on_data_loss=False
+    )
+    result = materialize_bpm(resources)
     assert bronze_sequence_numbers(spark, resources) == list(range(55))
     metadata = result.asset_materializations_for_node("bronze__bpm")[0].metadata
     assert metadata["kafka/data_loss"].value == {
