@@ -36,6 +36,9 @@ if TYPE_CHECKING:
 NAME_WIDTH = 40  # of the table column in the printed row counts
 # Marks a lake filled from a demo's own embedded broker: safe to reset on the next demo.
 DEMO_MARKER = ".embedded-broker-demo"
+# The demo's lake when LAKEHOUSE_ROOT is unset: its own, apart from `lake`, which `make dev` and
+# `produce-sample` fill from `make broker`'s broker (another cluster than the demo's).
+DEMO_LAKE = "demo-lake"
 
 
 @contextlib.contextmanager
@@ -84,7 +87,7 @@ def demo(users: int, days: int) -> None:
     from lakehouse_assets import sample_data
     from resources import build_resources
 
-    root = Path(os.environ.get(ENV_LAKEHOUSE_ROOT, "lake"))
+    root = Path(os.environ.setdefault(ENV_LAKEHOUSE_ROOT, DEMO_LAKE))
     prepare_demo_lake(root, embedded=ENV_KAFKA_BOOTSTRAP_SERVERS not in os.environ)
     with (
         local_service(ENV_KAFKA_BOOTSTRAP_SERVERS, EmbeddedBroker) as bootstrap_servers,

@@ -78,6 +78,26 @@ def landing_caught_up(checkpoint: str, folder: str) -> bool:
     return landed_files(folder) <= files_read(checkpoint)
 
 
+CLUSTER_FILE = "kafka_cluster_id"  # beside Spark's files: the cluster a Kafka stream reads
+
+
+def recorded_cluster(checkpoint: str) -> str | None:
+    """The id of the Kafka cluster a stream's checkpoint was written for (None: not recorded)."""
+    filesystem, root = _filesystem(checkpoint)
+    path = f"{root}/{CLUSTER_FILE}"
+    if filesystem.get_file_info(path).type != fs.FileType.File:
+        return None
+    return "".join(_read_lines(filesystem, path)).strip()
+
+
+def record_cluster(checkpoint: str, cluster_id: str) -> None:
+    """Record the Kafka cluster a stream's checkpoint belongs to."""
+    filesystem, root = _filesystem(checkpoint)
+    filesystem.create_dir(root, recursive=True)
+    with filesystem.open_output_stream(f"{root}/{CLUSTER_FILE}") as stream:
+        stream.write(f"{cluster_id}\n".encode())
+
+
 def committed_offsets(checkpoint: str) -> Offsets | None:
     """The source offsets of the last batch the stream committed (None: no batch yet)."""
     filesystem, root = _filesystem(checkpoint)

@@ -87,11 +87,10 @@ class KafkaResource(dg.ConfigurableResource):
         finally:
             consumer.close()
 
-    def create_topic(self, name: str, partitions: int = 1) -> None:
-        """Create a topic unless it exists already."""
+    @contextlib.contextmanager
+    def _admin(self) -> Iterator[Any]:
         from kafka import KafkaAdminClient
-        from kafka.admin import NewTopic
-        from kafka.errors import KafkaError, TopicAlreadyExistsError
+        from kafka.errors import KafkaError
 
         try:
             config = {
@@ -101,8 +100,21 @@ class KafkaResource(dg.ConfigurableResource):
             admin = KafkaAdminClient(**config)
         except KafkaError as error:
             raise broker_unreachable(self.bootstrap_servers, error) from error
-        with contextlib.closing(admin), contextlib.suppress(TopicAlreadyExistsError):
+        with contextlib.closing(admin):
+            yield admin
+
+    def create_topic(self, name: str, partitions: int = 1) -> None:
+        """Create a topic unless it exists already."""
+        from kafka.admin import NewTopic
+        from kafka.errors import TopicAlreadyExistsError
+
+        with self._admin() as admin, contextlib.suppress(TopicAlreadyExistsError):
             admin.create_topics([NewTopic(name, partitions, 1)])
+
+    def cluster_id(self) -> str:
+        """The id of the Kafka cluster the bootstrap servers belong to."""
+        with self._admin() as admin:
+            return str(admin.describe_cluster()["cluster_id"])
 
     def topics(self) -> set[str]:
         """The names of the cluster's topics."""

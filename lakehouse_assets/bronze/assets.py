@@ -26,7 +26,13 @@ from lakehouse_assets.constants import (
 from lakehouse_assets.migrations import require_current
 from lakehouse_assets.table_metadata import code_references, table_metadata
 from resources import KafkaResource, LakeResource, SparkResource
-from resources.checkpoints import committed_offsets, kafka_caught_up, landing_caught_up
+from resources.checkpoints import (
+    committed_offsets,
+    kafka_caught_up,
+    landing_caught_up,
+    record_cluster,
+    recorded_cluster,
+)
 from resources.kafka_client import (
     TopicPartitionKey,
     data_loss,
@@ -39,6 +45,26 @@ from resources.streaming import BatchTransform, DeltaBatchSink, StreamRun, run_a
 def bronze_checkpoint(lake: LakeResource, table: str) -> str:
     """The Spark checkpoint of the stream filling ``bronze.<table>``."""
     return lake.spark_path(CHECKPOINTS_DIR, stream_name(BRONZE, table))
+
+
+def claim_cluster(checkpoint: str, stream: str, kafka: KafkaResource) -> None:
+    """Tie a stream's checkpoint to the Kafka cluster it reads; refuse another cluster's.
+
+    Offsets mean nothing in another cluster: a lake filled from one broker, run against a new
+    one, would call the new topics read up to the old offsets and skip their records silently.
+    """
+    cluster = kafka.cluster_id()
+    recorded = recorded_cluster(checkpoint)
+    if recorded is None:  # a new stream (or one of a version that did not record it)
+        record_cluster(checkpoint, cluster)
+    elif recorded != cluster:
+        raise dg.Failure(
+            description=f"{stream} was read from the Kafka cluster {recorded}, but "
+            f"KAFKA_BOOTSTRAP_SERVERS ({kafka.bootstrap_servers}) is the cluster {cluster}: its "
+            "checkpoint's offsets do not apply there. Set LAKEHOUSE_ROOT to a new folder for "
+            "this cluster, or KAFKA_BOOTSTRAP_SERVERS back to the cluster the lake was filled "
+            f"from (checkpoint: {checkpoint})."
+        )
 
 
 def resume_point(
@@ -146,6 +172,7 @@ def kafka_bronze_asset(
         lake: LakeResource,
     ) -> dg.MaterializeResult:
         # Fails fast, naming the servers, if they are unreachable.
+        claim_cluster(bronze_checkpoint(lake, table), stream, kafka)
         subscribed = kafka.matching(pattern) if pattern else topics
         log_ends = kafka.end_offsets(subscribed)
         skipped = resume_point(

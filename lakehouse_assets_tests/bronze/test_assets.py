@@ -5,9 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from kafka import KafkaAdminClient
 from pyspark.sql import SparkSession
 
 from lakehouse_assets.bronze import assets as bronze_assets
+from lakehouse_assets.bronze.assets import bronze_checkpoint
 from lakehouse_assets.constants import BRONZE, TOPIC_BPM, stream_name
 from lakehouse_assets.devtools.broker import EmbeddedBroker, free_port
 from lakehouse_assets_tests.bronze.helpers import (
@@ -17,6 +19,7 @@ from lakehouse_assets_tests.bronze.helpers import (
 )
 from lakehouse_assets_tests.conftest import empty, produce
 from resources import KafkaResource
+from resources.checkpoints import record_cluster, recorded_cluster
 
 pytestmark = pytest.mark.local_spark  # also on a local Spark application
 
@@ -146,3 +149,27 @@ def test_materialization_reports_rows_offsets_and_version(
     third = materialize_bpm(resources).asset_materializations_for_node("bronze__bpm")[0]
     assert third.metadata["rows_written"].value == 1
     assert third.metadata["dagster/row_count"].value == 601
+
+
+def test_a_lake_filled_from_one_cluster_refuses_another(
+    broker: EmbeddedBroker, resources: dict[str, Any], spark: SparkSession
+) -> None:
+    resources["kafka"].create_topic(TOPIC_BPM, partitions=1)
+    produce(broker.bootstrap_servers, TOPIC_BPM, heart_rates(0, 3))
+    materialize_bpm(resources)
+    checkpoint = bronze_checkpoint(resources["lake"], TOPIC_BPM)
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
+    this_cluster = admin.describe_cluster()["cluster_id"]
+    admin.close()
+    assert recorded_cluster(checkpoint) == this_cluster
+
+    # As a lake filled from another broker: its offsets (3) would skip this cluster's records.
+    record_cluster(checkpoint, "another-cluster")
+    produce(broker.bootstrap_servers, TOPIC_BPM, heart_rates(3, 2))
+    result = materialize_bpm(resources, raise_on_error=False)
+    assert not result.success
+    failure = str(result.get_step_failure_events()[0].step_failure_data.error)
+    assert "read from the Kafka cluster another-cluster" in failure
+    assert f"is the cluster {this_cluster}" in failure
+    assert "LAKEHOUSE_ROOT to a new folder" in failure
+    assert bronze_sequence_numbers(spark, resources) == [0, 1, 2]  # nothing read
