@@ -53,7 +53,7 @@ from lakehouse_assets.sources.reader import ReadSpec  # noqa: E402
 from lakehouse_assets.sources.refine import read_records  # noqa: E402
 from lakehouse_assets.sources.schema import Type  # noqa: E402
 from resources import SparkResource, build_resources  # noqa: E402
-from resources.kafka_source import KAFKA_SOURCE_FORMAT  # noqa: E402
+from resources.kafka import KAFKA_FORMAT  # noqa: E402
 
 SCHEMA: dict[str, Type] = {"id": "long", "name": "string", "email": "string", "country": "string",
           "balance": "double"}  # fmt: skip
@@ -83,7 +83,7 @@ def discard(frame: DataFrame) -> None:
 
 def spark_consume(spark: SparkSession, bootstrap: str, checkpoint: Path) -> None:
     stream = (
-        spark.readStream.format(KAFKA_SOURCE_FORMAT)
+        spark.readStream.format(KAFKA_FORMAT)
         .option("kafka.bootstrap.servers", bootstrap)
         .option("subscribe", TOPIC)
         .load()

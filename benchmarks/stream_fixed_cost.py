@@ -45,13 +45,12 @@ import pyarrow as pa  # noqa: E402
 from cdc_scd1 import PARTITIONS, TOPIC, produce  # noqa: E402
 from pyspark.sql import DataFrame, SparkSession  # noqa: E402
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition  # noqa: E402
-from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit  # noqa: E402
+from pyspark.sql.streaming.datasource import ReadLimit  # noqa: E402
 
 from lakehouse_assets.bronze.transforms import stamped_kafka_batch  # noqa: E402
 from lakehouse_assets.devtools.broker import EmbeddedBroker  # noqa: E402
 from lakehouse_assets.devtools.spark_server import SparkConnectServer  # noqa: E402
 from resources import KafkaResource, SparkResource  # noqa: E402
-from resources.kafka_source import KafkaStreamReader  # noqa: E402
 from resources.streaming import DeltaBatchSink, run_available_now  # noqa: E402
 
 DUMMY_ROWS = 250  # per partition, 4 partitions
@@ -122,26 +121,8 @@ def run_bronze(kafka: KafkaResource, spark: SparkSession, work: Path, n: int) ->
     sink = DeltaBatchSink(str(work / f"bronze-{n}"), {}, f"bench-{n}", str(work / f"bronze-c-{n}"),
                           stamped_kafka_batch, ["date"])  # fmt: skip
     began = time.time()
-    run_available_now(kafka.read_stream(spark, [TOPIC], f"bench-bronze-{n}"), sink)
+    run_available_now(kafka.read_stream(spark, [TOPIC]), sink)
     return {"query": time.time() - began}
-
-
-def kafka_work(bootstrap: str) -> dict[str, float]:
-    """The Kafka source's calls for one increment, in this process: offsets, read, commit."""
-    reader = KafkaStreamReader({"kafka.bootstrap.servers": bootstrap, "subscribe": TOPIC,
-                                "groupId": "bench-direct"})  # fmt: skip
-    began = time.time()
-    start = reader.initialOffset()
-    reader.prepareForTriggerAvailableNow()
-    end = reader.latestOffset(start, ReadAllAvailable())
-    planned = time.time()
-    rows = sum(b.num_rows for p in reader.partitions(start, end) for b in reader.read(p))
-    read = time.time()
-    reader.commit(end)
-    reader.stop()
-    if rows == 0:
-        raise RuntimeError("The Kafka source read nothing")
-    return {"offsets": planned - began, "read": read - planned, "all": time.time() - began}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -163,13 +144,12 @@ def main(argv: list[str] | None = None) -> None:
                     "dummy -> noop": lambda n: run_query(dummy, work / f"dn-{n}", "noop"),
                     "dummy -> foreachBatch": lambda n: run_query(dummy, work / f"df-{n}", "fb"),
                     "kafka -> noop": lambda n: run_query(
-                        kafka.read_stream(spark, [TOPIC], f"kn-{n}"), work / f"kn-{n}", "noop"
+                        kafka.read_stream(spark, [TOPIC]), work / f"kn-{n}", "noop"
                     ),
                     "kafka -> foreachBatch": lambda n: run_query(
-                        kafka.read_stream(spark, [TOPIC], f"kf-{n}"), work / f"kf-{n}", "fb"
+                        kafka.read_stream(spark, [TOPIC]), work / f"kf-{n}", "fb"
                     ),
                     "kafka -> bronze": lambda n: run_bronze(kafka, spark, work, n),
-                    "Kafka work, no Spark": lambda n: kafka_work(broker.bootstrap_servers),
                 }
                 for side in sides.values():
                     side(-1)  # warm-up, not counted

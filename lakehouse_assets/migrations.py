@@ -42,7 +42,7 @@ from lakehouse_assets.constants import (
 )
 from lakehouse_assets.silver.validation import joined_line
 from resources import LakeResource, delta
-from resources.kafka_records import HEADERS_SQL_TYPE
+from resources.kafka import HEADERS_SQL_TYPE
 
 MIGRATE_COMMAND = "lakehouse migrate"
 # The silver table parsed from each landing source (see ``silver.parsed.PARSED_TABLES``).

@@ -130,7 +130,7 @@ def read_topic(spark: SparkSession, bootstrap: str, work: Path, name: str) -> in
     """One bronze stream of the topic ``t``; the rows it wrote."""
     uri = str(work / name)
     sink = DeltaBatchSink(uri, {}, name, str(work / f"{name}-checkpoint"), stamped_kafka_batch)
-    stream = KafkaResource(bootstrap_servers=bootstrap).read_stream(spark, ["t"], name)
+    stream = KafkaResource(bootstrap_servers=bootstrap).read_stream(spark, ["t"])
     run_available_now(stream, sink)
     table = delta.find(uri, {})
     return delta.row_count(table) if table else 0

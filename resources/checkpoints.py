@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import unquote
 
@@ -96,6 +97,15 @@ def record_cluster(checkpoint: str, cluster_id: str) -> None:
     filesystem.create_dir(root, recursive=True)
     with filesystem.open_output_stream(f"{root}/{CLUSTER_FILE}") as stream:
         stream.write(f"{cluster_id}\n".encode())
+
+
+def set_aside(checkpoint: str) -> str:
+    """Move a checkpoint aside (to ``<checkpoint>.set-aside-<UTC time>``), so the stream starts
+    anew where it is told; returns where the old one is kept."""
+    suffix = f".set-aside-{datetime.now(UTC):%Y%m%dT%H%M%S%fZ}"
+    filesystem, root = _filesystem(checkpoint)
+    filesystem.move(root, root + suffix)
+    return checkpoint + suffix
 
 
 def committed_offsets(checkpoint: str) -> Offsets | None:

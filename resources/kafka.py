@@ -22,7 +22,14 @@ from resources.kafka_client import (
     log_end_offsets,
     new_consumer,
 )
-from resources.kafka_source import KAFKA_SOURCE_FORMAT
+
+KAFKA_FORMAT = "kafka"  # Spark's own Kafka source (spark-sql-kafka-0-10, pinned in jars.toml)
+HEADERS_SQL_TYPE = "array<struct<key: string, value: binary>>"
+# The columns of Spark's Kafka source with includeHeaders: bronze's Kafka columns.
+KAFKA_COLUMNS = (
+    "key binary, value binary, topic string, partition int, offset long, timestamp timestamp, "
+    f"timestampType int, headers {HEADERS_SQL_TYPE}"
+)
 
 
 class KafkaResource(dg.ConfigurableResource):
@@ -51,24 +58,29 @@ class KafkaResource(dg.ConfigurableResource):
     def read_stream(
         self,
         spark: SparkSession,
-        topics: Iterable[str],
-        group_id: str,
+        topics: Iterable[str] = (),
         starting: str = "earliest",
         pattern: str | None = None,
     ) -> DataFrame:
         """A streaming DataFrame of the records of ``topics``, or of every topic whose whole name
-        matches the regular expression ``pattern`` (see ``resources.kafka_source``)."""
-        reader = spark.readStream.format(KAFKA_SOURCE_FORMAT)
-        if pattern is not None:
-            reader = reader.option("subscribePattern", pattern)
-        else:
-            reader = reader.option("subscribe", ",".join(topics))
+        matches the regular expression ``pattern``: Spark's own Kafka source, its columns
+        (``KAFKA_COLUMNS``) with the headers. Spark commits no consumer-group offsets: see
+        ``commit_offsets``.
+
+        Named topics are subscribed to as a pattern too: a topic that does not exist yet is then
+        not read (its records will be, once it exists) rather than created by the source's
+        consumer while its offsets are asked for, which fails the query.
+        """
+        if pattern is None:
+            pattern = "|".join(re.escape(topic) for topic in topics)
         return (
-            reader.option("kafka.bootstrap.servers", self.bootstrap_servers)
+            spark.readStream.format(KAFKA_FORMAT)
+            .option("subscribePattern", pattern)
+            .option("kafka.bootstrap.servers", self.bootstrap_servers)
             .option("startingOffsets", starting)
-            .option("maxRecordsPerTrigger", str(self.max_records_per_trigger))
-            .option("groupId", group_id)
+            .option("maxOffsetsPerTrigger", str(self.max_records_per_trigger))
             .option("failOnDataLoss", str(self.fail_on_data_loss).lower())
+            .option("includeHeaders", "true")
             .load()
         )
 

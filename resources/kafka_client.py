@@ -1,6 +1,6 @@
-"""Kafka client helpers shared by the streaming source, the Kafka resource and the sensors:
-consumers that never commit or create topics on their own, true log end offsets, a topic's
-partitions, consumer-group commits, and the checkpoint's offsets shape. All use kafka-python.
+"""Kafka client helpers shared by the Kafka resource, the bronze assets and the sensors:
+consumers that never commit or create topics on their own, log end offsets, a topic's partitions,
+consumer-group commits, data loss, and the checkpoint's offsets shape. All use kafka-python.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ TopicPartitionKey = tuple[str, int]
 
 
 class KafkaSourceError(RuntimeError):
-    """The Kafka source cannot go on without losing or inventing data."""
+    """Kafka cannot be reached, or a stream cannot go on without losing data."""
 
 
 class DataLoss(NamedTuple):

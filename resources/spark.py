@@ -26,8 +26,6 @@ from pydantic import Field
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
-from resources.kafka_source import KafkaDataSource
-
 # Session settings every run relies on, whatever the application: applied to each new session.
 SESSION_DEFAULTS: dict[str, str] = {
     "spark.sql.session.timeZone": "UTC",
@@ -87,9 +85,10 @@ class SparkConnectUnreachable(RuntimeError):
 class SparkResource(LazyPySparkResource):
     """The run's Spark session, created on first use and shared by every step of the run.
 
-    The Kafka streaming source is registered on the session. A local session's Python workers
-    run this interpreter (``PYSPARK_PYTHON``), so they import the project's packages; a Connect
-    server's workers run the interpreter the server was started with.
+    Every application has the pinned jars (Spark's Kafka source, Delta Lake) and Delta's session
+    extension (``jvm_settings``). A local session's Python workers run this interpreter
+    (``PYSPARK_PYTHON``), so they import the project's packages; a Connect server's workers run
+    the interpreter the server was started with.
     """
 
     spark_config: dict[str, Any] = Field(
@@ -125,7 +124,6 @@ class SparkResource(LazyPySparkResource):
     def _init_session(self) -> None:
         if self._spark_session is None:
             session = self._connect() if self.remote else self._start_local()
-            session.dataSource.register(KafkaDataSource)
             self._spark_session = session
 
     def get_session(self) -> SparkSession:

@@ -1,6 +1,7 @@
 """Bronze assets: one Delta table per Kafka topic and per landing-zone source, each filled by an
 availableNow stream, exactly once."""
 
+import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -32,14 +33,18 @@ from resources.checkpoints import (
     landing_caught_up,
     record_cluster,
     recorded_cluster,
+    set_aside,
 )
 from resources.kafka_client import (
     TopicPartitionKey,
     data_loss,
     data_loss_message,
     from_offsets,
+    to_offsets,
 )
 from resources.streaming import BatchTransform, DeltaBatchSink, StreamRun, run_available_now
+
+EARLIEST = -2  # in Spark's startingOffsets JSON: the partition's log start
 
 
 def bronze_checkpoint(lake: LakeResource, table: str) -> str:
@@ -73,24 +78,31 @@ def resume_point(
     checkpoint: str,
     starts: dict[TopicPartitionKey, int],
     ends: dict[TopicPartitionKey, int],
-) -> dict[str, Any]:
-    """Check the stream's checkpoint against the topics' logs before it starts. Records removed
-    unread, or a recreated topic, fail the run (``fail_on_data_loss``, the default); otherwise
-    the stream resumes at each log's start, and what was skipped is logged and returned as
-    metadata."""
-    lost = data_loss(from_offsets(committed_offsets(checkpoint) or {}), starts, ends)
+) -> tuple[str, dict[str, Any]]:
+    """Check the stream's checkpoint against the topics' logs before it starts; returns the
+    stream's ``startingOffsets`` and metadata. Records removed unread, or a recreated topic, fail
+    the run (``fail_on_data_loss``, the default). Otherwise each such partition resumes at its
+    log's start, the others where the checkpoint left them: the old checkpoint is set aside and
+    a new one starts at those offsets (Spark's own source would jump to the end of a recreated
+    topic, skipping its new records), and what was skipped is logged and returned as metadata.
+    """
+    committed = from_offsets(committed_offsets(checkpoint) or {})
+    lost = data_loss(committed, starts, ends)
     if not lost:
-        return {}
+        return "earliest", {}
     message = data_loss_message(lost)
     if kafka.fail_on_data_loss:
         raise dg.Failure(description=message)
     context.log.warning(f"Resuming from the earliest available offsets. {message}")
+    positions = {tp: committed.get(tp, EARLIEST) for tp in ends}
+    positions.update({tp: loss.log_start for tp, loss in lost.items()})
+    context.log.warning(f"The old checkpoint is kept at {set_aside(checkpoint)}")
     skipped = {
         f"{t}-{p}": {"checkpoint_offset": loss.offset, "resumed_at": loss.log_start,
                      "records_lost": loss.records_lost}
         for (t, p), loss in sorted(lost.items())
     }  # fmt: skip
-    return {"kafka/data_loss": dg.MetadataValue.json(skipped)}
+    return json.dumps(to_offsets(positions)), {"kafka/data_loss": dg.MetadataValue.json(skipped)}
 
 
 def run_bronze_stream(
@@ -171,22 +183,18 @@ def kafka_bronze_asset(
         kafka: KafkaResource,
         lake: LakeResource,
     ) -> dg.MaterializeResult:
-        # Fails fast, naming the servers, if they are unreachable.
-        claim_cluster(bronze_checkpoint(lake, table), stream, kafka)
+        checkpoint = bronze_checkpoint(lake, table)
+        claim_cluster(checkpoint, stream, kafka)  # fails fast, naming unreachable servers
         subscribed = kafka.matching(pattern) if pattern else topics
         log_ends = kafka.end_offsets(subscribed)
-        skipped = resume_point(
-            context,
-            kafka,
-            bronze_checkpoint(lake, table),
-            kafka.start_offsets(subscribed),
-            log_ends,
-        )
+        starts = kafka.start_offsets(subscribed)
+        starting, skipped = resume_point(context, kafka, checkpoint, starts, log_ends)
+        claim_cluster(checkpoint, stream, kafka)  # a checkpoint set aside took the record
         run, metadata = run_bronze_stream(
             context,
             lake,
             table,
-            lambda: kafka.read_stream(spark.get_session(), topics, stream, pattern=pattern),
+            lambda: kafka.read_stream(spark.get_session(), topics, starting, pattern),
             stamped_kafka_batch,
             [KAFKA_BRONZE_PARTITION],
             caught_up=lambda checkpoint: kafka_caught_up(checkpoint, log_ends),

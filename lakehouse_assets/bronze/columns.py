@@ -11,7 +11,7 @@ KAFKA_RECORD = {
     "timestamp": "The record's Kafka timestamp (UTC).",
     "timestampType": "What the timestamp is: 0 the producer's create time, 1 the broker's log "
     "append time, -1 none.",
-    "headers": "The record's headers in order: key (text) and value (bytes).",
+    "headers": "The record's headers in order: key (text) and value (bytes); null when none.",
     "ingested_at": "When the micro-batch that wrote the record ran (UTC).",
     "date": "The UTC date of the Kafka timestamp; the table is partitioned by it.",
 }

@@ -24,7 +24,8 @@ DEFAULT_BROKER_PORT = 9092  # `lakehouse broker` listens here, as Kafka does by 
 SERVER_CLASS = "kafka.Kafka"
 STORAGE_TOOL_CLASS = "kafka.tools.StorageTool"
 # A laptop's single node: every internal topic on one replica, no wait before a group's first
-# rebalance, and records kept until deleted (a demo's data outlives Kafka's 7-day default).
+# rebalance, records kept until deleted (a demo's data outlives Kafka's 7-day default), and
+# record batches up to 16 MiB (Kafka's default is 1 MiB; clusters often raise it).
 SETTINGS: dict[str, str] = {
     "process.roles": "broker,controller",
     "node.id": "1",
@@ -40,6 +41,7 @@ SETTINGS: dict[str, str] = {
     "share.coordinator.state.topic.min.isr": "1",
     "group.initial.rebalance.delay.ms": "0",
     "log.retention.ms": "-1",
+    "message.max.bytes": str(16 * 1024 * 1024),
 }
 JVM_OPTIONS = ["-Xmx1g", "-Dorg.apache.logging.log4j.level=WARN"]
 

@@ -8,17 +8,17 @@ from pyspark.sql import SparkSession
 from pyspark.testing import assertDataFrameEqual
 
 from lakehouse_assets.bronze.transforms import kafka_to_bronze, landing_to_bronze
-from resources.kafka_records import KAFKA_SOURCE_SCHEMA
+from resources.kafka import KAFKA_COLUMNS
 
 
 def test_kafka_to_bronze_adds_ingestion_time_and_utc_date(spark: SparkSession) -> None:
     late_evening = datetime(2026, 3, 1, 23, 59, 59, tzinfo=UTC)
     record = (b"k", b'{"a": 1}', "bpm", 0, 7, late_evening, 0, [("h", b"\x00")])
-    records = spark.createDataFrame([record], KAFKA_SOURCE_SCHEMA)
+    records = spark.createDataFrame([record], KAFKA_COLUMNS)
     ingested = datetime(2026, 3, 2, 8, 0, tzinfo=UTC)
     expected = spark.createDataFrame(
         [(*record, ingested, date(2026, 3, 1))],
-        KAFKA_SOURCE_SCHEMA + ", ingested_at timestamp, date date",
+        KAFKA_COLUMNS + ", ingested_at timestamp, date date",
     )
     assertDataFrameEqual(kafka_to_bronze(records, ingested), expected)
 

@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 
 from lakehouse_assets.devtools.broker import free_port
 from resources import SparkResource
-from resources.kafka_source import KAFKA_SOURCE_FORMAT
+from resources.kafka import KAFKA_FORMAT
 from resources.spark import (
     CONNECT_WAIT_S,
     DEFAULT_ARCHIVE,
@@ -43,8 +43,8 @@ def test_session_settings_hold_and_the_session_is_shared(
     assert SparkResource(remote=spark_remote).get_session() is spark
 
 
-def test_kafka_source_is_registered(spark: SparkSession) -> None:
-    reader = spark.readStream.format(KAFKA_SOURCE_FORMAT)
+def test_sparks_kafka_source_is_on_the_session(spark: SparkSession) -> None:
+    reader = spark.readStream.format(KAFKA_FORMAT).option("includeHeaders", "true")
     frame = reader.option("kafka.bootstrap.servers", "h:1").option("subscribe", "t").load()
     assert frame.columns == [  # those of Spark's own Kafka source, with includeHeaders
         "key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "headers",
