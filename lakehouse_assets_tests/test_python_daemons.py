@@ -15,13 +15,10 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from lakehouse_assets.bronze.transforms import stamped_kafka_batch
-from lakehouse_assets.devtools.broker import EmbeddedBroker
+from lakehouse_assets.devtools.jvm_archive import ARCHIVE_ROWS, CountingSource
 from lakehouse_assets.devtools.python_daemons import DaemonReaper, session_daemons
 from lakehouse_assets.devtools.spark_server import SparkConnectServer
-from lakehouse_assets_tests.conftest import produce
-from resources import KafkaResource, SparkResource, delta
-from resources.streaming import DeltaBatchSink, run_available_now
+from resources import SparkResource
 
 # Stand-ins for Spark's daemons: their command lines name pyspark.daemon, as Spark's do. A root
 # process of their own starts them, as a server's JVM does, and reaps those that end. Like
@@ -126,27 +123,24 @@ def children(pid: int) -> list[int]:
     return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
 
 
-def read_topic(spark: SparkSession, bootstrap: str, work: Path, name: str) -> int:
-    """One bronze stream of the topic ``t``; the rows it wrote."""
-    uri = str(work / name)
-    sink = DeltaBatchSink(uri, {}, name, str(work / f"{name}-checkpoint"), stamped_kafka_batch)
-    stream = KafkaResource(bootstrap_servers=bootstrap).read_stream(spark, ["t"])
-    run_available_now(stream, sink)
-    table = delta.find(uri, {})
-    return delta.row_count(table) if table else 0
+def stream_rows(spark: SparkSession, work: Path, name: str) -> int:
+    """One stream of a Python data source (its planning and creation run in session daemons);
+    the rows it wrote."""
+    spark.dataSource.register(CountingSource)
+    stream = spark.readStream.format(CountingSource.name()).load().writeStream.format("memory")
+    query = stream.queryName(name).option("checkpointLocation", str(work / name))
+    query.trigger(availableNow=True).start().awaitTermination()
+    return spark.table(name).count()
 
 
 @pytest.mark.own_stack  # its own Spark: the sweep must not reach the main suite's server
 def test_a_session_goes_on_streaming_after_its_idle_daemons_are_ended(tmp_path: Path) -> None:
-    with EmbeddedBroker() as broker, SparkConnectServer(daemon_idle_s=3600) as server:
+    with SparkConnectServer(daemon_idle_s=3600) as server:
         assert server.pid is not None
         pid = server.pid
-        bootstrap = broker.bootstrap_servers
-        KafkaResource(bootstrap_servers=bootstrap).create_topic("t", 2)
-        produce(bootstrap, "t", [{"n": n} for n in range(10)])
         spark = SparkResource(remote=server.url).get_session()
         try:
-            assert read_topic(spark, bootstrap, tmp_path, "first") == 10
+            assert stream_rows(spark, tmp_path, "first") == ARCHIVE_ROWS
 
             # Spark ends a daemon's idle workers after a minute; then its daemons are idle.
             def all_idle() -> dict[int, bool]:
@@ -157,7 +151,7 @@ def test_a_session_goes_on_streaming_after_its_idle_daemons_are_ended(tmp_path: 
             ended = DaemonReaper(pid, idle_after_s=0).sweep()
             assert sorted(ended) == sorted(daemons)
             # The session's daemons (its data source's lookup, creation) are started anew.
-            assert read_topic(spark, bootstrap, tmp_path, "second") == 10
+            assert stream_rows(spark, tmp_path, "second") == ARCHIVE_ROWS
             assert set(session_daemons(pid)).isdisjoint(ended)
         finally:
             spark.stop()

@@ -34,7 +34,7 @@ from resources.spark import DEFAULT_ARCHIVE, without_connect
 ARCHIVE_ROWS = 1000
 
 
-class _CountingReader(DataSourceStreamReader):
+class CountingReader(DataSourceStreamReader):
     """Offsets 0..ARCHIVE_ROWS in one batch: the driver and worker paths of a Python source."""
 
     def initialOffset(self) -> dict[str, int]:
@@ -52,21 +52,23 @@ class _CountingReader(DataSourceStreamReader):
             yield number, f"user-{number % 10}"
 
 
-class _CountingSource(DataSource):
+class CountingSource(DataSource):
+    """A trivial Python streaming source (``lakehouse_counting``): one batch of numbered rows."""
+
     @classmethod
     def name(cls) -> str:
-        return "lakehouse_jvm_archive"
+        return "lakehouse_counting"
 
     def schema(self) -> str:
         return "number long, user string"
 
     def streamReader(self, schema: Any) -> DataSourceStreamReader:
-        return _CountingReader()
+        return CountingReader()
 
 
 def _workload(spark: SparkSession, checkpoint: str) -> None:
     """Spark work of the kinds the assets do."""
-    spark.dataSource.register(_CountingSource)
+    spark.dataSource.register(CountingSource)
 
     def sink(batch: DataFrame, batch_id: int) -> None:
         table = batch.toArrow()
@@ -76,7 +78,7 @@ def _workload(spark: SparkSession, checkpoint: str) -> None:
         joined.where(F.col("n") > 0).orderBy("number").toArrow()
 
     query = (
-        spark.readStream.format(_CountingSource.name())
+        spark.readStream.format(CountingSource.name())
         .load()
         .writeStream.foreachBatch(sink)
         .option("checkpointLocation", checkpoint)
