@@ -52,7 +52,7 @@ def bronze_checkpoint(lake: LakeResource, table: str) -> str:
     return lake.spark_path(CHECKPOINTS_DIR, stream_name(BRONZE, table))
 
 
-def claim_cluster(checkpoint: str, stream: str, kafka: KafkaResource) -> None:
+def claim_cluster(checkpoint: str, stream: str, kafka: KafkaResource) -> str:
     """Tie a stream's checkpoint to the Kafka cluster it reads; refuse another cluster's.
 
     Offsets mean nothing in another cluster: a lake filled from one broker, run against a new
@@ -70,6 +70,7 @@ def claim_cluster(checkpoint: str, stream: str, kafka: KafkaResource) -> None:
             "this cluster, or KAFKA_BOOTSTRAP_SERVERS back to the cluster the lake was filled "
             f"from (checkpoint: {checkpoint})."
         )
+    return cluster
 
 
 def resume_point(
@@ -184,12 +185,13 @@ def kafka_bronze_asset(
         lake: LakeResource,
     ) -> dg.MaterializeResult:
         checkpoint = bronze_checkpoint(lake, table)
-        claim_cluster(checkpoint, stream, kafka)  # fails fast, naming unreachable servers
+        cluster = claim_cluster(checkpoint, stream, kafka)  # fails fast if Kafka is unreachable
         subscribed = kafka.matching(pattern) if pattern else topics
         log_ends = kafka.end_offsets(subscribed)
         starts = kafka.start_offsets(subscribed)
         starting, skipped = resume_point(context, kafka, checkpoint, starts, log_ends)
-        claim_cluster(checkpoint, stream, kafka)  # a checkpoint set aside took the record
+        if skipped:  # the checkpoint set aside took the cluster's record with it
+            record_cluster(checkpoint, cluster)
         run, metadata = run_bronze_stream(
             context,
             lake,
