@@ -1,4 +1,4 @@
-"""Table maintenance through delta-rs: OPTIMIZE (bin-packing or Z-order) and VACUUM.
+"""Table maintenance with Delta Lake's own SQL: OPTIMIZE (bin-packing or Z-order) and VACUUM.
 
 Both run beside the writers. Compaction commits with ``dataChange = false`` and only removes the
 files it rewrote, so a stream appending meanwhile does not conflict with it; when a commit does
@@ -8,20 +8,22 @@ snapshot. Nothing a reader of a retained version needs is vacuumed.
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
 from deltalake import DeltaTable
-from deltalake.exceptions import CommitFailedError
+from pyspark.errors import PySparkException
+from pyspark.sql import SparkSession
 
-from resources.delta import commit_properties
 from resources.lake import LakeResource
 
 # The smallest VACUUM retention without ``force``: Delta's default deleted-file retention.
 SAFE_RETENTION_HOURS = 7 * 24
 OPTIMIZE_ATTEMPTS = 5
+CONFLICT = "DELTA_CONCURRENT"  # the error class of every Delta commit conflict
 
 
 def file_stats(delta: DeltaTable) -> dict[str, int]:
@@ -30,7 +32,29 @@ def file_stats(delta: DeltaTable) -> dict[str, int]:
     return {"files": actions.num_rows, "bytes": sum(actions["size_bytes"].to_pylist())}
 
 
+def quoted(name: str) -> str:
+    """``name`` as a quoted SQL identifier (a path of ``delta.`<path>```, a column)."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+@contextlib.contextmanager
+def session_settings(spark: SparkSession, settings: dict[str, str]) -> Iterator[None]:
+    """Set session settings for the block, then restore them (the session may be shared)."""
+    before = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
+
+
 def optimize(
+    spark: SparkSession,
     lake: LakeResource,
     layer: str,
     table: str,
@@ -38,31 +62,34 @@ def optimize(
     z_order: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Compact the table's small files (Z-ordered by ``z_order`` if given); returns the
-    files and bytes before and after, and the optimizer's own metrics."""
+    files and bytes before and after, and Delta's own metrics."""
+    statement = f"OPTIMIZE delta.{quoted(lake.spark_path(layer, table))}"
+    if z_order:
+        statement += f" ZORDER BY ({', '.join(quoted(column) for column in z_order)})"
+    settings = {"spark.databricks.delta.optimize.maxFileSize": str(target_size)}
     for attempt in range(1, OPTIMIZE_ATTEMPTS + 1):
-        delta = lake.table(layer, table)
-        before = file_stats(delta)
+        before = file_stats(lake.table(layer, table))
         try:
-            if z_order:
-                metrics = delta.optimize.z_order(
-                    list(z_order), target_size=target_size, commit_properties=commit_properties()
-                )
-            else:
-                metrics = delta.optimize.compact(
-                    target_size=target_size, commit_properties=commit_properties()
-                )
-        except CommitFailedError:
-            if attempt == OPTIMIZE_ATTEMPTS:
+            with session_settings(spark, settings if target_size else {}):
+                result = spark.sql(statement).collect()[0]
+        except PySparkException as error:
+            if CONFLICT not in str(error) or attempt == OPTIMIZE_ATTEMPTS:
                 raise
             time.sleep(0.5 * attempt)  # a writer rewrote files we compacted: start over
             continue
         after = file_stats(lake.table(layer, table))
+        metrics = result["metrics"].asDict(recursive=True)
         return {"before": before, "after": after, "attempts": attempt, "metrics": metrics}
     raise AssertionError("unreachable")
 
 
 def vacuum(
-    lake: LakeResource, layer: str, table: str, retention_hours: int, force: bool = False
+    spark: SparkSession,
+    lake: LakeResource,
+    layer: str,
+    table: str,
+    retention_hours: int,
+    force: bool = False,
 ) -> dict[str, Any]:
     """Delete files no snapshot within ``retention_hours`` references: files the log removed,
     and files written by a batch that never committed (older than the retention).
@@ -76,12 +103,10 @@ def vacuum(
             f"{SAFE_RETENTION_HOURS} h: readers and streams of older versions could lose files. "
             "Set force to vacuum anyway."
         )
-    delta = lake.table(layer, table)
-    removed = delta.vacuum(
-        retention_hours=retention_hours,
-        dry_run=False,
-        enforce_retention_duration=not force,
-        full=True,  # also the files of writes that never committed, not only the log's removals
-        commit_properties=commit_properties(),
-    )
-    return {"files_removed": len(removed)}
+    path = lake.spark_path(layer, table)
+    check = {"spark.databricks.delta.retentionDurationCheck.enabled": str(not force).lower()}
+    with session_settings(spark, check):
+        spark.sql(f"VACUUM delta.{quoted(path)} RETAIN {retention_hours} HOURS").collect()
+    # Delta logs each VACUUM as two commits; the last says how many files went.
+    end = next(c for c in lake.history(layer, table, 2) if c["operation"] == "VACUUM END")
+    return {"files_removed": int(end["operationMetrics"]["numDeletedFiles"])}

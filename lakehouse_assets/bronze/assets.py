@@ -10,8 +10,8 @@ from pyspark.sql import DataFrame
 
 from lakehouse_assets.bronze.transforms import (
     KAFKA_BRONZE_PARTITION,
-    stamped_kafka_batch,
-    stamped_landing_batch,
+    kafka_to_bronze,
+    landing_to_bronze,
 )
 from lakehouse_assets.constants import (
     BRONZE,
@@ -42,7 +42,7 @@ from resources.kafka_client import (
     from_offsets,
     to_offsets,
 )
-from resources.streaming import BatchTransform, DeltaBatchSink, StreamRun, run_available_now
+from resources.streaming import StreamRun, run_available_now
 
 EARLIEST = -2  # in Spark's startingOffsets JSON: the partition's log start
 
@@ -111,11 +111,11 @@ def run_bronze_stream(
     lake: LakeResource,
     table: str,
     source: Callable[[], DataFrame],
-    transform: BatchTransform,
     partition_by: Sequence[str] = (),
     caught_up: Callable[[str], bool] = lambda checkpoint: False,
 ) -> tuple[StreamRun, dict[str, Any]]:
-    """Run ``source`` into ``bronze.<table>`` until caught up; returns the run and its metadata.
+    """Run ``source`` (bronze rows) into ``bronze.<table>`` until caught up; returns the run
+    and its metadata.
 
     When ``caught_up(checkpoint)`` says the checkpoint already holds everything the source has,
     the stream is not started: a run that finds nothing new (as sensor runs often do) costs no
@@ -129,17 +129,17 @@ def run_bronze_stream(
     stream = stream_name(BRONZE, table)
     checkpoint = bronze_checkpoint(lake, table)
     uri = lake.table_uri(BRONZE, table)
-    sink = DeltaBatchSink(uri, lake.storage_options, stream, checkpoint, transform, partition_by)
     exists = lake.exists(BRONZE, table)
     if exists and caught_up(checkpoint):
         context.log.info(f"{stream}: nothing new since its last batch; the stream was not started")
         run = StreamRun()
     else:
-        run = run_available_now(source(), sink)
+        run = run_available_now(source(), uri, checkpoint, stream, partition_by)
     if not exists and not lake.exists(BRONZE, table):
         stream_df = source()
         empty = stream_df.sparkSession.createDataFrame([], stream_df.schema)
-        lake.append(BRONZE, table, transform(empty), partition_by)
+        writer = empty.write.format("delta").mode("append").partitionBy(*partition_by)
+        writer.save(lake.spark_path(BRONZE, table))
     context.log.info(
         f"{stream}: {run.rows_written} rows in batches {run.batches_committed}; "
         f"skipped already-committed batches {run.batches_skipped}"
@@ -172,7 +172,7 @@ def kafka_bronze_asset(
         pool=stream,
         owners=list(owners) or None,
         tags=asset_tags(BRONZE, table),
-        metadata=code_references(transform=stamped_kafka_batch),
+        metadata=code_references(transform=kafka_to_bronze),
         description=(f"{description}\n\n" if description else "")
         + f"Records of the Kafka {origin} as delivered (key, value and headers as bytes, "
         "coordinates, timestamp), each exactly once, partitioned by the UTC date of the Kafka "
@@ -196,8 +196,9 @@ def kafka_bronze_asset(
             context,
             lake,
             table,
-            lambda: kafka.read_stream(spark.get_session(), topics, starting, pattern),
-            stamped_kafka_batch,
+            lambda: kafka_to_bronze(
+                kafka.read_stream(spark.get_session(), topics, starting, pattern)
+            ),
             [KAFKA_BRONZE_PARTITION],
             caught_up=lambda checkpoint: kafka_caught_up(checkpoint, log_ends),
         )
@@ -228,7 +229,7 @@ def landing_bronze_asset(source: str) -> dg.AssetsDefinition:
         pool=stream,
         owners=FITNESS_OWNERS,
         tags=asset_tags(BRONZE, source),
-        metadata=code_references(transform=stamped_landing_batch),
+        metadata=code_references(transform=landing_to_bronze),
         description=f"Lines of the CSV files dropped in `landing/{source}/` (columns "
         f"{', '.join(LANDING_COLUMNS[source])}, after a header line), each file exactly once, "
         "every line as the bytes the file holds, with the file name and load time.",
@@ -241,8 +242,7 @@ def landing_bronze_asset(source: str) -> dg.AssetsDefinition:
             context,
             lake,
             source,
-            lambda: lake.read_lines_stream(spark.get_session(), folder),
-            stamped_landing_batch,
+            lambda: landing_to_bronze(lake.read_lines_stream(spark.get_session(), folder)),
             caught_up=lambda checkpoint: landing_caught_up(checkpoint, lake.path(*folder)),
         )
         return dg.MaterializeResult(metadata=metadata)

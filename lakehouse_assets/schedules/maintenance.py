@@ -18,7 +18,7 @@ from lakehouse_assets.constants import (
     asset_key,
 )
 from lakehouse_assets.sources.route_assets import routed_tables
-from resources import LakeResource
+from resources import LakeResource, SparkResource
 from resources.maintenance import SAFE_RETENTION_HOURS, optimize, vacuum
 
 LAYER_TABLES = {BRONZE: BRONZE_TABLES, SILVER: SILVER_TABLES, GOLD: GOLD_TABLES}
@@ -44,7 +44,10 @@ def maintenance_job(
 
     @dg.op(name=f"maintain_{layer}_tables")
     def maintain(
-        context: dg.OpExecutionContext, config: MaintenanceConfig, lake: LakeResource
+        context: dg.OpExecutionContext,
+        config: MaintenanceConfig,
+        spark: SparkResource,
+        lake: LakeResource,
     ) -> None:
         targets = [(table, asset_key(layer, table), None) for table in tables]
         for source in routed:
@@ -52,9 +55,10 @@ def maintenance_job(
         for table, key, partition in targets:
             if not lake.exists(layer, table):
                 continue
+            session = spark.get_session()
             size = config.target_file_size_mb * 1024 * 1024
-            compacted = optimize(lake, layer, table, size, Z_ORDER.get(table, ()))
-            vacuumed = vacuum(lake, layer, table, config.retention_hours, config.force)
+            compacted = optimize(session, lake, layer, table, size, Z_ORDER.get(table, ()))
+            vacuumed = vacuum(session, lake, layer, table, config.retention_hours, config.force)
             context.log_event(
                 dg.AssetObservation(
                     asset_key=key,

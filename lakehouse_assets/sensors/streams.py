@@ -21,6 +21,7 @@ from lakehouse_assets.checks.freshness import (
 )
 from lakehouse_assets.constants import BRONZE, KAFKA_TOPICS, LANDING_COLUMNS, asset_key, stream_name
 from resources import KafkaResource, LakeResource, SensorSettings, sensor_settings
+from resources.streaming import STREAM_WRITE
 
 STREAM_TAG = "lakehouse/stream"
 IN_PROGRESS = [
@@ -133,8 +134,9 @@ def unreported_write(history: Sequence[Mapping[str, Any]], recorded: str | None)
     first) when the asset's latest materialization recorded an older one (``recorded``: its
     ``delta_version``, None without one): a run committed, then died before recording it, and
     what follows the table would wait for a record that never comes. None when all is recorded
-    (maintenance commits are not the stream's)."""
-    written = next((commit["version"] for commit in history if commit.get("stream")), None)
+    (maintenance commits, OPTIMIZE and VACUUM, are not the stream's)."""
+    writes = (c["version"] for c in history if c.get("operation") in (STREAM_WRITE, "WRITE"))
+    written = next(writes, None)
     if written is None or (
         recorded is not None and recorded.isdigit() and int(recorded) >= written
     ):

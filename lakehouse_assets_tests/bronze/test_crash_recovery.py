@@ -1,18 +1,23 @@
-"""A run killed in the middle of a batch, then re-run, loses nothing and duplicates nothing.
+"""A bronze run that dies in the middle of a batch, then runs again, loses nothing and
+duplicates nothing.
 
-The kill comes where the batch is committed: in the run's own process on a local Spark, in a
-Python worker of the Spark Connect server otherwise (a server started for these tests, whose
-workers arm the kill switch through ``sitecustomize``). Either just before the Delta commit (the
-batch's files are written, not committed) or just after it (committed, and Spark has not recorded
-the batch as done).
+A batch of Delta's streaming sink passes through three states on disk: its offsets recorded in
+the checkpoint (``offsets/<batch>``), its files written and committed to the table
+(``_delta_log/<version>.json``, with the query id and batch id), and the batch recorded as done
+(``commits/<batch>``). A crash leaves one of two states: the files written but not committed, or
+the commit made but the batch not recorded as done. The first tests build each state exactly as
+a crash leaves it (from a clean run, its last commit or its done-marker removed); the last kills
+the writing process (a local Spark application: driver and executors) while it streams.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+import time
 from pathlib import Path
 from typing import Any
 
@@ -21,86 +26,127 @@ from pyspark.sql import SparkSession
 
 from lakehouse_assets.constants import BRONZE, CHECKPOINTS_DIR, TOPIC_BPM, stream_name
 from lakehouse_assets.devtools.broker import EmbeddedBroker
-from lakehouse_assets.devtools.spark_server import SparkConnectServer
-from lakehouse_assets_tests.bronze import crash_run, kill_switch
+from lakehouse_assets_tests.bronze import crash_run
 from lakehouse_assets_tests.bronze.helpers import (
     bronze_sequence_numbers,
     heart_rates,
     materialize_bpm,
 )
-from lakehouse_assets_tests.conftest import produce
-from resources import ENV_SPARK_REMOTE, KafkaResource
+from lakehouse_assets_tests.conftest import empty, produce
+from resources import ENV_SPARK_REMOTE, KafkaResource, build_resources
+from resources.spark import CONNECT_MODE_MARK
 
 pytestmark = pytest.mark.local_spark  # also on a local Spark application
 
-CRASH_BATCH = 2  # batches 0 and 1 complete, the kill comes in batch 2
 REPO_ROOT = Path(__file__).parents[2]
+PER_BATCH = 1000
+LAST_BATCH = 4  # 5000 records, 1000 a batch: batches 0 to 4, table versions 0 to 4
+NEW = 700  # records produced after the crash, before the run again
+FILES_NOT_COMMITTED = "files written, not committed"
+COMMITTED_NOT_DONE = "committed, not done"
+
+
+def stream_in_own_process(servers: str, lake_root: Path, per_batch: int) -> subprocess.Popen:
+    command = [sys.executable, "-m", crash_run.__name__, servers, str(lake_root), str(per_batch)]
+    local = {k: v for k, v in os.environ.items() if k not in (ENV_SPARK_REMOTE, CONNECT_MODE_MARK)}
+    return subprocess.Popen(
+        command, cwd=REPO_ROOT, env=local, start_new_session=True,  # its JVM in its group
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+def delta_log(lake_root: Path) -> Path:
+    return lake_root / BRONZE / TOPIC_BPM / "_delta_log"
+
+
+def checkpoint(lake_root: Path) -> Path:
+    return lake_root / CHECKPOINTS_DIR / stream_name(BRONZE, TOPIC_BPM)
+
+
+def remove(file: Path) -> None:
+    """Remove a file as if it had never been written: with the checksum file Hadoop's local file
+    system keeps beside it (``.<name>.crc``)."""
+    file.unlink()
+    file.with_name(f".{file.name}.crc").unlink()
+
+
+def lake_in(root: Path, servers: str, spark_remote: str | None) -> dict[str, Any]:
+    env = {"KAFKA_BOOTSTRAP_SERVERS": servers, "LAKEHOUSE_ROOT": str(root)}
+    if spark_remote:
+        env[ENV_SPARK_REMOTE] = spark_remote
+    resources = build_resources(env)
+    resources["kafka"] = KafkaResource(bootstrap_servers=servers, max_records_per_trigger=PER_BATCH)
+    return resources
 
 
 @pytest.fixture(scope="module")
-def killing_spark(
-    tmp_path_factory: pytest.TempPathFactory, spark_remote: str | None
-) -> Iterator[tuple[dict[str, str], Path]]:
-    """The environment of a run whose committing process obeys the kill file, and the file."""
-    work = tmp_path_factory.mktemp("kill")
-    kill_file = work / "order"
-    if spark_remote is None:
-        yield {kill_switch.ENV_KILL_FILE: str(kill_file)}, kill_file
-        return
-    site = work / "site"
-    site.mkdir()
-    (site / "sitecustomize.py").write_text(
-        "from lakehouse_assets_tests.bronze import kill_switch\nkill_switch.install()\n"
-    )
-    env = {"PYTHONPATH": f"{site}:{REPO_ROOT}", kill_switch.ENV_KILL_FILE: str(kill_file)}
-    with SparkConnectServer(env=env) as server:
-        yield {ENV_SPARK_REMOTE: server.url}, kill_file
+def five_batches(tmp_path_factory: pytest.TempPathFactory, session_broker: EmbeddedBroker) -> Path:
+    """A lake whose bpm stream committed batches 0 to 4 of 5000 records, and NEW records more
+    in the topic. Written by another process, so that no Spark of this session has the table's
+    log cached when a test changes it."""
+    servers = session_broker.bootstrap_servers
+    empty(servers)
+    # One partition: batches of exactly PER_BATCH records (Spark splits a limit across partitions
+    # in proportion to their backlogs, rounding).
+    KafkaResource(bootstrap_servers=servers).create_topic(TOPIC_BPM, partitions=1)
+    produce(servers, TOPIC_BPM, heart_rates(0, 5000))
+    root = tmp_path_factory.mktemp("five") / "lake"
+    run = stream_in_own_process(servers, root, PER_BATCH)
+    _, errors = run.communicate(timeout=300)
+    assert run.returncode == 0, errors[-3000:]
+    assert (checkpoint(root) / "commits" / str(LAST_BATCH)).is_file()
+    assert not (checkpoint(root) / "offsets" / str(LAST_BATCH + 1)).exists()
+    produce(servers, TOPIC_BPM, heart_rates(5000, NEW))  # new data meanwhile
+    return root
 
 
-def run_and_kill(servers: str, lake_root: Path, when: str, killing: tuple[dict, Path]) -> None:
-    env, kill_file = killing
-    kill_file.write_text(f"{CRASH_BATCH} {when}")
-    done = Path(f"{kill_file}.done")
-    done.unlink(missing_ok=True)
-    command = [sys.executable, "-m", crash_run.__name__, servers, str(lake_root)]
-    completed = subprocess.run(
-        command, capture_output=True, text=True, timeout=300, cwd=REPO_ROOT,
-        env={**os.environ, **env},
-    )  # fmt: skip
-    kill_file.unlink()
-    assert done.is_file() and done.read_text() == when, completed.stderr[-3000:]
-    assert completed.returncode != 0
-
-
-@pytest.mark.parametrize("when", ["before-commit", "after-commit"])
-def test_killed_run_then_rerun_is_exactly_once(
-    when: str,
-    broker: EmbeddedBroker,
-    resources: dict[str, Any],
-    lake_root: Path,
+@pytest.mark.parametrize("crash", [FILES_NOT_COMMITTED, COMMITTED_NOT_DONE])
+def test_a_batch_interrupted_then_run_again_is_exactly_once(
+    crash: str,
+    five_batches: Path,
+    session_broker: EmbeddedBroker,
+    tmp_path: Path,
     spark: SparkSession,
-    killing_spark: tuple[dict[str, str], Path],
+    spark_remote: str | None,
 ) -> None:
-    resources["kafka"] = KafkaResource(
-        bootstrap_servers=broker.bootstrap_servers, max_records_per_trigger=1000
-    )
-    resources["kafka"].create_topic(TOPIC_BPM, partitions=3)
-    produce(broker.bootstrap_servers, TOPIC_BPM, heart_rates(0, 5000))
+    root = tmp_path / "lake"
+    shutil.copytree(five_batches, root)
+    remove(checkpoint(root) / "commits" / str(LAST_BATCH))  # the batch is not done
+    if crash == FILES_NOT_COMMITTED:
+        remove(delta_log(root) / f"{LAST_BATCH:020d}.json")
+        remove(delta_log(root) / f"{LAST_BATCH:020d}.crc")  # Delta's summary of the version
+    files_before = set((root / BRONZE / TOPIC_BPM).rglob("*.parquet"))
+    resources = lake_in(root, session_broker.bootstrap_servers, spark_remote)
 
-    run_and_kill(broker.bootstrap_servers, lake_root, when, killing_spark)
-
-    checkpoint = lake_root / CHECKPOINTS_DIR / stream_name(BRONZE, TOPIC_BPM)
-    assert (checkpoint / "offsets" / str(CRASH_BATCH)).exists()  # the batch was planned...
-    assert not (checkpoint / "commits" / str(CRASH_BATCH)).exists()  # ...and never finished
-    holds_batch = resources["lake"].table(BRONZE, TOPIC_BPM).history()[0]["batch_id"]
-    assert holds_batch == (CRASH_BATCH if when == "after-commit" else CRASH_BATCH - 1)
-
-    produce(broker.bootstrap_servers, TOPIC_BPM, heart_rates(5000, 700))  # new data meanwhile
     result = materialize_bpm(resources)
-    assert bronze_sequence_numbers(spark, resources) == list(range(5700))
-    skipped = result.asset_materializations_for_node("bronze__bpm")[0].metadata["batches_skipped"]
-    assert skipped.value == ([CRASH_BATCH] if when == "after-commit" else [])
-    staged = [p for p in (lake_root / BRONZE / TOPIC_BPM).rglob("*.parquet")]
-    committed = resources["lake"].table(BRONZE, TOPIC_BPM).file_uris()
-    # Before the commit the batch's files were written: still there, in no snapshot (VACUUM's).
-    assert (len(staged) > len(committed)) == (when == "before-commit")
+
+    assert bronze_sequence_numbers(spark, resources) == list(range(5000 + NEW))
+    metadata = result.asset_materializations_for_node("bronze__bpm")[0].metadata
+    run_again = crash == FILES_NOT_COMMITTED  # the batch is committed by this run
+    assert metadata["batches_skipped"].value == ([] if run_again else [LAST_BATCH])
+    assert metadata["rows_written"].value == (PER_BATCH + NEW if run_again else NEW)
+    snapshot = {Path(uri) for uri in resources["lake"].table(BRONZE, TOPIC_BPM).file_uris()}
+    # The files of the batch never committed are in no snapshot: VACUUM's to remove.
+    assert bool(files_before - snapshot) == run_again
+
+
+def test_a_run_killed_while_it_streams_then_run_again_is_exactly_once(
+    broker: EmbeddedBroker, lake_root: Path, resources: dict[str, Any], spark: SparkSession
+) -> None:
+    servers = broker.bootstrap_servers
+    resources["kafka"].create_topic(TOPIC_BPM, partitions=3)
+    produce(servers, TOPIC_BPM, heart_rates(0, 5000))
+    run = stream_in_own_process(servers, lake_root, per_batch=250)  # 20 batches
+    planned = checkpoint(lake_root) / "offsets" / "3"
+    deadline = time.monotonic() + 300
+    while not planned.exists():  # batch 3 planned: its files are being written
+        assert run.poll() is None, run.communicate()[1][-3000:]
+        assert time.monotonic() < deadline
+        time.sleep(0.005)
+    os.killpg(run.pid, signal.SIGKILL)
+    run.wait()
+    assert not (checkpoint(lake_root) / "commits" / "19").exists()  # killed mid-stream
+
+    produce(servers, TOPIC_BPM, heart_rates(5000, NEW))
+    materialize_bpm(resources)
+    assert bronze_sequence_numbers(spark, resources) == list(range(5000 + NEW))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, date, datetime
 
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
 from lakehouse_assets.bronze.transforms import kafka_to_bronze, landing_to_bronze
@@ -20,7 +21,7 @@ def test_kafka_to_bronze_adds_ingestion_time_and_utc_date(spark: SparkSession) -
         [(*record, ingested, date(2026, 3, 1))],
         KAFKA_COLUMNS + ", ingested_at timestamp, date date",
     )
-    assertDataFrameEqual(kafka_to_bronze(records, ingested), expected)
+    assertDataFrameEqual(kafka_to_bronze(records, F.lit(ingested)), expected)
 
 
 def test_landing_to_bronze_keeps_the_line_and_file_and_adds_load_time(spark: SparkSession) -> None:
@@ -30,4 +31,13 @@ def test_landing_to_bronze_keeps_the_line_and_file_and_adds_load_time(spark: Spa
     expected = spark.createDataFrame(
         [(*line, loaded)], "line binary, source_file string, ingested_at timestamp"
     )
-    assertDataFrameEqual(landing_to_bronze(rows, loaded), expected)
+    assertDataFrameEqual(landing_to_bronze(rows, F.lit(loaded)), expected)
+
+
+def test_ingestion_time_is_the_time_of_the_query_by_default(spark: SparkSession) -> None:
+    rows = spark.createDataFrame([(b"x", "a.csv")], "line binary, source_file string")
+    before = datetime.now(UTC).timestamp() * 1e6
+    ingested = landing_to_bronze(rows).select(F.unix_micros("ingested_at")).first()
+    after = datetime.now(UTC).timestamp() * 1e6
+    assert ingested is not None
+    assert before <= ingested[0] <= after

@@ -85,7 +85,7 @@ def test_files_written_but_never_committed_are_not_in_the_table_and_vacuum_remov
     orphans = write_files(rows([2], [date(2026, 1, 1)]), lake.table_uri("bronze", "t"), ["day"])
     assert [r.id for r in lake.read(spark, "bronze", "t").collect()] == [1]
     assert lake.version("bronze", "t") == 0
-    removed = vacuum(lake, "bronze", "t", retention_hours=0, force=True)
+    removed = vacuum(spark, lake, "bronze", "t", retention_hours=0, force=True)
     assert removed["files_removed"] == len(orphans) == 1
     assert [r.id for r in lake.read(spark, "bronze", "t").collect()] == [1]
 

@@ -2,23 +2,24 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import Any
 
 import dagster as dg
-import pyarrow as pa
-from deltalake import write_deltalake
+from pyspark.sql import SparkSession
 
 from lakehouse_assets.constants import BRONZE, TOPIC_BPM, TOPIC_WORKOUT
 from lakehouse_assets.definitions import defs
 from lakehouse_assets.schedules.maintenance import maintenance_jobs
-from resources import LakeResource
 
 
-def test_bronze_maintenance_compacts_each_table_and_records_it(tmp_path: Path) -> None:
-    lake = LakeResource(root=str(tmp_path))
+def test_bronze_maintenance_compacts_each_table_and_records_it(
+    env: dict[str, Any], spark: SparkSession
+) -> None:
+    lake = env["lake"]
     for batch in range(4):  # bpm: 4 small files; workout: none (not created yet)
-        write_deltalake(lake.table_uri(BRONZE, TOPIC_BPM), pa.table({"n": [batch]}), mode="append")
-    result = maintenance_jobs[BRONZE].execute_in_process(resources={"lake": lake})
+        rows = spark.createDataFrame([(batch,)], "n long")
+        rows.write.format("delta").mode("append").save(lake.spark_path(BRONZE, TOPIC_BPM))
+    result = maintenance_jobs[BRONZE].execute_in_process(resources=env)
     observations = [
         event.asset_observation_data.asset_observation
         for event in result.all_events
@@ -27,8 +28,10 @@ def test_bronze_maintenance_compacts_each_table_and_records_it(tmp_path: Path) -
     assert [o.asset_key for o in observations] == [dg.AssetKey([BRONZE, TOPIC_BPM])]
     metadata = observations[0].metadata
     assert (metadata["files_before"].value, metadata["files_after"].value) == (4, 1)
+    assert metadata["files_vacuumed"].value == 0  # the 4 files are younger than 7 days
     assert not lake.exists(BRONZE, TOPIC_WORKOUT)
-    assert sorted(lake.table(BRONZE, TOPIC_BPM).to_pyarrow_table()["n"].to_pylist()) == [0, 1, 2, 3]
+    rows = spark.read.format("delta").load(lake.spark_path(BRONZE, TOPIC_BPM)).collect()
+    assert sorted(row.n for row in rows) == [0, 1, 2, 3]
 
 
 def test_every_maintenance_schedule_names_its_timezone() -> None:

@@ -78,8 +78,8 @@ def test_a_stream_write_no_materialization_recorded_launches_a_run_to_record_it(
     history = [
         {"version": 3, "operation": "VACUUM END"},  # maintenance: not the stream's
         {"version": 2, "operation": "OPTIMIZE"},
-        {"version": 1, "operation": "WRITE", "stream": "lakehouse-bronze-bpm", "batch_id": 1},
-        {"version": 0, "operation": "CREATE TABLE", "stream": "lakehouse-bronze-bpm"},
+        {"version": 1, "operation": "STREAMING UPDATE", "operationParameters": {"epochId": "1"}},
+        {"version": 0, "operation": "WRITE"},  # the table made empty before any record
     ]
     assert unreported_write(history, "0") == 1  # the run died after committing version 1
     assert unreported_write(history, None) == 1  # nothing was ever recorded
