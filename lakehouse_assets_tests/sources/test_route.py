@@ -278,7 +278,7 @@ def test_notices_are_routed_to_a_table_per_type_enriched_merged_and_deleted(
 
     # Maintenance compacts and vacuums every routed table: one observation per partition.
     maintained = maintenance_job(SILVER, [], ["commcare"]).execute_in_process(
-        resources={"lake": lake}, instance=instance
+        resources={"lake": lake, "spark": resources["spark"]}, instance=instance
     )
     observed = [e.asset_observation_data.asset_observation for e in maintained.all_events
                 if e.event_type == dg.DagsterEventType.ASSET_OBSERVATION]  # fmt: skip
