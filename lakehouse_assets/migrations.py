@@ -149,6 +149,21 @@ def require_current(lake: LakeResource, layer: str, table: str) -> None:
             )
 
 
+def _readers(lake: LakeResource, source: tuple[str, str]) -> dict[tuple[str, str], int]:
+    """``{(silver table, app id): version read}`` of every silver table that recorded reading
+    ``source`` (a consumer's table and its quarantine share the consumer's app id)."""
+    tables = lake.tables(SILVER)
+    readers = {}
+    for table in tables:
+        snapshot = lake.find(SILVER, table)
+        for consumer in tables:
+            app_id = consumer_app_id(consumer, source)
+            consumed = snapshot.transaction_version(app_id) if snapshot else None
+            if consumed is not None:
+                readers[(table, app_id)] = consumed
+    return readers
+
+
 def migrate(spark: SparkSession, lake: LakeResource, upgrade: Upgrade) -> int:
     """Rewrite one table in this version's layout; returns its new version.
 
@@ -157,19 +172,20 @@ def migrate(spark: SparkSession, lake: LakeResource, upgrade: Upgrade) -> int:
     """
     version = lake.version(upgrade.layer, upgrade.table)
     source = (upgrade.layer, upgrade.table)
-    for consumer in upgrade.consumers:
-        consumed = lake.committed_version(SILVER, consumer, consumer_app_id(consumer, source))
+    readers = _readers(lake, source)
+    listed = {(c, consumer_app_id(c, source)): None for c in upgrade.consumers}
+    for (table, _), consumed in {**listed, **readers}.items():
         if version is not None and (consumed is None or consumed < version):
             raise MigrationError(
-                f"silver.{consumer} has not yet read {upgrade.layer}.{upgrade.table} up to its "
+                f"silver.{table} has not yet read {upgrade.layer}.{upgrade.table} up to its "
                 f"version {version}, and could not read the rows the upgrade rewrites. "
-                f"Materialize silver.{consumer} first (this version reads the earlier layout), "
+                f"Materialize silver.{table} first (this version reads the earlier layout), "
                 f"then run `{MIGRATE_COMMAND}` again."
             )
-    return delta.rewrite(
-        upgrade.upgrade(lake.read(spark, upgrade.layer, upgrade.table)),
-        lake.table_uri(upgrade.layer, upgrade.table),
-        upgrade.partition_by,
-        lake.storage_options,
-        metadata={"migration": upgrade.change},
-    )
+    rows = upgrade.upgrade(lake.read(spark, upgrade.layer, upgrade.table))
+    rewritten = lake.replace(upgrade.layer, upgrade.table, rows, partition_by=upgrade.partition_by)
+    # The rewrite is a data change in Delta (its schema changes): every silver table that had
+    # read every row it holds is marked as having read it. (No run writes meanwhile.)
+    for table, app_id in readers:
+        delta.commit_markers(spark, lake.table_uri(SILVER, table), {app_id: rewritten})
+    return rewritten

@@ -1,7 +1,7 @@
 """Typed Dagster resources: Spark, Kafka and the Delta lake, built for an environment.
 
-The resource classes are imported lazily: Spark's Python workers import ``resources.streaming``
-(the ``foreachBatch`` sinks) for every new worker process, and must not pay for Dagster's import.
+The resource classes are imported lazily: a process that needs one resource (a Spark Python
+worker importing a module of the package, a sensor) does not pay for the others' imports.
 """
 
 from __future__ import annotations

@@ -1,57 +1,52 @@
-"""Delta I/O: read a snapshot, write files and commit, replace partitions, merge, read the change
-feed. delta-rs keeps the log; Spark reads and writes the data.
+"""Delta I/O with Delta Lake for Spark: reads, appends, partition replacements and the change
+feed. Merges are ``resources.delta_merge``. Every write runs on Spark's executors and commits
+through Delta's own transaction log; no table is written by another engine.
 
-Every function takes a table's URI (``<lake root>/<layer>/<table>``) and the object-store options;
-none keeps state, so a ``foreachBatch`` sink that runs on a Spark Connect server calls them as well
-as the run's process does. No path whose size grows with the data passes through the driver's
-Python process. Merges are ``resources.delta_merge``.
+delta-rs reads a table's log where no Spark is needed: whether it exists, its version, its
+transaction markers, its history and row count (sensors, checks, metadata).
+
+Transaction markers ``{app id: version}`` make writes idempotent: a write carrying a marker the
+table already holds (at that version or later) is skipped by Delta itself, and a caller can ask
+whether a table holds a marker before doing any work. Delta records one marker per commit: a
+write with several commits the others right after it, each alone (``commit_markers``); a crash
+between them leaves only the later markers unrecorded, so the next run reads those upstream
+changes again, which only a merge (an upsert, the same result twice) may do.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping, Sequence
+import contextlib
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
-from urllib.parse import unquote
 
 import pyarrow as pa
-from deltalake import CommitProperties, DeltaTable, Transaction
+from deltalake import DeltaTable
 from deltalake.exceptions import TableNotFoundError
-from deltalake.schema import Schema as DeltaSchema
-from deltalake.transaction import create_table_with_add_actions
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, DataFrameWriter, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
-from pyspark.sql.types import StructType
+from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.types import ArrayType, DataType, MapType, StringType, StructType
 
-from resources.delta_files import Location, hadoop_uri, write_files
-
-# Every table records its changes, so downstream layers can read them incrementally.
-TABLE_CONFIGURATION = {"delta.enableChangeDataFeed": "true"}
-# Retries when another writer (a stream, OPTIMIZE) commits the same version first.
-MAX_COMMIT_RETRIES = 15
 CHANGE_TYPE = "_change_type"  # the change data feed's column naming the kind of change
 INSERTED = ("insert", "update_postimage")  # change types that carry a row's new content
+FEED_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
 
 Markers = Mapping[str, int]  # transaction markers {app id: version}
 Options = Mapping[str, str]  # object-store options of delta-rs
-PartitionFilters = list[tuple[str, str, Any]]  # delta-rs's [(column, op, value)]
+PartitionFilters = list[tuple[str, str, Any]]  # [(column, op, value)], op: = != < <= > >= in
+
+# Delta's session settings naming the marker of the next SQL write (MERGE, DELETE).
+TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
+TXN_VERSION = "spark.databricks.delta.write.txnVersion"
 
 
-def commit_properties(
-    markers: Markers | None = None, metadata: Mapping[str, Any] | None = None
-) -> CommitProperties:
-    """Commit properties carrying idempotency markers ``{app id: version}``, if any."""
-    transactions = [Transaction(app_id, version) for app_id, version in (markers or {}).items()]
-    return CommitProperties(
-        custom_metadata=dict(metadata) if metadata else None,
-        max_commit_retries=MAX_COMMIT_RETRIES,
-        app_transactions=transactions or None,
-    )
+def hadoop_uri(uri: str) -> str:
+    """A URI as Spark (Hadoop) names it: ``s3://`` is ``s3a://``."""
+    return "s3a://" + uri[len("s3://") :] if uri.startswith("s3://") else uri
 
 
 def find(uri: str, options: Options | None = None) -> DeltaTable | None:
-    """The table's latest snapshot, or None before it exists (one log read)."""
+    """The table's latest snapshot (its log, read by delta-rs), or None before it exists."""
     try:
         return DeltaTable(uri, storage_options=dict(options or {}))
     except TableNotFoundError:
@@ -59,201 +54,246 @@ def find(uri: str, options: Options | None = None) -> DeltaTable | None:
 
 
 def spark_schema(delta: DeltaTable) -> StructType:
-    """The table's schema as Spark's."""
+    """The table's schema as Spark's, from its log."""
     return from_arrow_schema(pa.schema(delta.schema()))
-
-
-def read(
-    spark: SparkSession, delta: DeltaTable, partitions: PartitionFilters | None = None
-) -> DataFrame:
-    """The snapshot's rows (of the partitions matching ``partitions``) as a Spark DataFrame, read
-    by the executors from the snapshot's own file list, never by listing the folder."""
-    schema = spark_schema(delta)
-    files = [hadoop_uri(unquote(uri)) for uri in delta.file_uris(file_pruning_predicate=partitions)]
-    return _read_files(spark, files, schema, hadoop_uri(delta.table_uri))
-
-
-def _read_files(spark: SparkSession, files: list[str], schema: StructType, base: str) -> DataFrame:
-    if not files:
-        return spark.createDataFrame([], schema)
-    # Partition values live in the folder names (hive style); basePath makes Spark read them.
-    frame = spark.read.schema(schema).option("basePath", base).parquet(*files)
-    return frame.select(*schema.fieldNames())
-
-
-def changes(
-    spark: SparkSession,
-    delta: DeltaTable,
-    after_version: int | None,
-    with_change_type: bool = False,
-) -> tuple[DataFrame, int]:
-    """Rows inserted or updated after ``after_version`` (the whole snapshot when None), and the
-    version they reach (with their ``_change_type`` if asked); see ``feed``."""
-    rows, current = feed(spark, delta, after_version)
-    inserted = rows.where(F.col(CHANGE_TYPE).isin(*INSERTED))
-    return (inserted if with_change_type else inserted.drop(CHANGE_TYPE)), current
-
-
-def new_values(
-    spark: SparkSession, delta: DeltaTable, after_version: int | None, columns: Sequence[str]
-) -> tuple[DataFrame, int]:
-    """The distinct ``columns`` values that rows took after ``after_version`` and did not hold
-    before it (a row updated with the same ``columns`` values brings none), and the version."""
-    rows, current = feed(spark, delta, after_version)
-    kind = F.col(CHANGE_TYPE)
-    after = rows.where(kind.isin(*INSERTED)).select(*columns)
-    before = rows.where(kind == "update_preimage").select(*columns)
-    return after.subtract(before), current
-
-
-def feed(
-    spark: SparkSession, delta: DeltaTable, after_version: int | None
-) -> tuple[DataFrame, int]:
-    """The change data feed after ``after_version`` (the whole snapshot, as inserts, when None):
-    the rows with their ``_change_type``, read by Spark from the commits' files
-    (``_change_data/`` where a commit has them, else its added files, which are inserts), and the
-    version they reach.
-
-    Raises:
-        FileNotFoundError: a commit to read was removed from the log (log retention).
-    """
-    current = delta.version()
-    if after_version is None:
-        return read(spark, delta).withColumn(CHANGE_TYPE, F.lit("insert")), current
-    schema = spark_schema(delta)
-    added: list[str] = []
-    changed: list[str] = []
-    for version in range(after_version + 1, current + 1):
-        actions = _commit_actions(delta.table_uri, version)
-        cdc = [action["cdc"]["path"] for action in actions if "cdc" in action]
-        data = [a["add"]["path"] for a in actions if "add" in a and a["add"]["dataChange"]]
-        (changed if cdc else added).extend(cdc or data)
-    base = hadoop_uri(delta.table_uri)
-    frame = _read_files(spark, [f"{base}/{unquote(path)}" for path in added], schema, base)
-    frame = frame.withColumn(CHANGE_TYPE, F.lit("insert"))
-    if changed:
-        typed = StructType([*schema.fields]).add(CHANGE_TYPE, "string")
-        files = [f"{base}/{unquote(path)}" for path in changed]
-        frame = frame.unionByName(_read_files(spark, files, typed, base + "/_change_data"))
-    return frame, current
-
-
-def _commit_actions(table_uri: str, version: int) -> list[dict[str, Any]]:
-    log = Location.of(f"{table_uri}/_delta_log/{version:020d}.json")
-    try:
-        with log.filesystem.open_input_stream(log.path) as stream:
-            lines = stream.read().decode().splitlines()
-    except FileNotFoundError as error:
-        raise FileNotFoundError(
-            f"Commit {version} of the Delta table {table_uri} is no longer in its log, so its "
-            "changes cannot be read incrementally: rebuild the downstream table from scratch."
-        ) from error
-    return [json.loads(line) for line in lines if line.strip()]
-
-
-def append(
-    frame: DataFrame,
-    uri: str,
-    options: Options | None = None,
-    partition_by: Sequence[str] = (),
-    markers: Markers | None = None,
-    metadata: Mapping[str, Any] | None = None,
-) -> int:
-    """Append ``frame``'s rows (creating the table if needed); returns the new version. The
-    executors write the files; the commit carries ``markers``, so a caller can tell later whether
-    this write already happened."""
-    actions = write_files(frame, uri, partition_by)
-    return _commit(
-        frame, uri, options, actions, mode="append", partition_by=partition_by, markers=markers,
-        metadata=metadata,
-    )  # fmt: skip
-
-
-def replace_partitions(
-    frame: DataFrame,
-    uri: str,
-    partitions: PartitionFilters | None,
-    partition_by: Sequence[str],
-    options: Options | None = None,
-    markers: Markers | None = None,
-) -> int:
-    """Replace every partition matching ``partitions`` (the whole table when None) with
-    ``frame``'s rows, in one commit."""
-    actions = write_files(frame, uri, partition_by)
-    return _commit(
-        frame, uri, options, actions, mode="overwrite", partition_by=partition_by,
-        partitions=partitions, markers=markers,
-    )  # fmt: skip
-
-
-def rewrite(
-    frame: DataFrame,
-    uri: str,
-    partition_by: Sequence[str],
-    options: Options | None = None,
-    metadata: Mapping[str, Any] | None = None,
-) -> int:
-    """Replace the whole table with ``frame``, the same rows in a new layout (its schema becomes
-    ``frame``'s), in one commit whose files are no data change: readers of the change data feed
-    see nothing new, and transaction markers are kept. Returns the new version."""
-    actions = write_files(frame, uri, partition_by, data_change=False)
-    return _commit(
-        frame, uri, options, actions, mode="overwrite", partition_by=partition_by,
-        metadata=metadata,
-    )  # fmt: skip
-
-
-def _commit(
-    frame: DataFrame,
-    uri: str,
-    options: Options | None,
-    actions: list[Any],
-    *,
-    mode: str,
-    partition_by: Sequence[str],
-    partitions: PartitionFilters | None = None,
-    markers: Markers | None = None,
-    metadata: Mapping[str, Any] | None = None,
-) -> int:
-    """Commit ``actions`` (files ``frame`` was written to), creating the table if needed."""
-    schema = DeltaSchema.from_arrow(to_arrow_schema(frame.schema, timezone="UTC"))
-    properties = commit_properties(markers, metadata)
-    delta = find(uri, options)
-    if delta is None:
-        create_table_with_add_actions(
-            uri,
-            schema,
-            actions,
-            partition_by=list(partition_by) or None,
-            configuration=TABLE_CONFIGURATION,
-            storage_options=dict(options or {}),
-            commit_properties=properties,
-        )
-        return 0
-    if mode == "append":
-        _add_new_columns(delta, schema)  # an append's commit does not change the schema itself
-    delta.create_write_transaction(
-        actions,
-        mode,
-        schema,
-        partition_by=list(partition_by) or None,
-        partition_filters=partitions,
-        commit_properties=properties,
-    )
-    delta.update_incremental()  # the commit does not move this snapshot
-    return delta.version()
-
-
-def _add_new_columns(delta: DeltaTable, schema: DeltaSchema) -> None:
-    """Add the columns of ``schema`` that the table does not have (nullable, at the end)."""
-    stored = {field.name for field in delta.schema().fields}
-    new = [field for field in schema.fields if field.name not in stored]
-    if new:
-        delta.alter.add_columns(new)
-        delta.update_incremental()
 
 
 def row_count(delta: DeltaTable) -> int:
     """Rows in the snapshot, from the files' statistics (no data read)."""
     actions = pa.table(delta.get_add_actions(flatten=True))
     return sum(count or 0 for count in actions["num_records"].to_pylist())
+
+
+def quoted(name: str) -> str:
+    """``name`` as a quoted SQL identifier."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def table_name(uri: str) -> str:
+    """The SQL name of the table at ``uri``: ``delta.`<path>```."""
+    return f"delta.{quoted(hadoop_uri(uri))}"
+
+
+def literal(value: Any) -> str:
+    """``value`` as a SQL literal (a string, a number, a date or timestamp as ISO text)."""
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int | float):
+        return repr(value)
+    if value is None:
+        return "NULL"
+    return "'" + str(value).replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def predicate(partitions: PartitionFilters) -> str:
+    """The SQL condition of ``partitions`` (every filter holds)."""
+    conditions = []
+    for column, op, value in partitions:
+        if op in ("in", "not in"):
+            values = ", ".join(literal(v) for v in value)
+            empty = "FALSE" if op == "in" else "TRUE"
+            conditions.append(f"{quoted(column)} {op.upper()} ({values})" if values else empty)
+        else:
+            conditions.append(f"{quoted(column)} {op} {literal(value)}")
+    return " AND ".join(conditions) or "TRUE"
+
+
+def read(
+    spark: SparkSession,
+    uri: str,
+    version: int | None = None,
+    partitions: PartitionFilters | None = None,
+) -> DataFrame:
+    """The table's rows (at ``version``, else its latest; of the partitions matching
+    ``partitions``): Delta prunes the files by their partition values and statistics."""
+    reader = spark.read.format("delta")
+    if version is not None:
+        reader = reader.option("versionAsOf", version)
+    frame = reader.load(hadoop_uri(uri))
+    return frame.where(predicate(partitions)) if partitions else frame
+
+
+def feed(spark: SparkSession, uri: str, after_version: int | None, version: int) -> DataFrame:
+    """The change data feed after ``after_version`` up to ``version`` (the whole table at
+    ``version``, as inserts, when None): the rows with their ``_change_type``.
+
+    Raises:
+        pyspark.errors.PySparkException: a commit to read was removed from the log (log
+            retention), or the table's change data feed was off then.
+    """
+    if after_version is None:
+        return read(spark, uri, version).withColumn(CHANGE_TYPE, F.lit("insert"))
+    if after_version >= version:
+        return read(spark, uri, version).withColumn(CHANGE_TYPE, F.lit("insert")).limit(0)
+    changes = (
+        spark.read.format("delta")
+        .option("readChangeFeed", "true")
+        .option("startingVersion", after_version + 1)
+        .option("endingVersion", version)
+        .load(hadoop_uri(uri))
+    )
+    return changes.drop(*FEED_COLUMNS[1:])
+
+
+def changes(
+    spark: SparkSession,
+    uri: str,
+    after_version: int | None,
+    version: int,
+    with_change_type: bool = False,
+) -> DataFrame:
+    """Rows inserted or updated after ``after_version`` up to ``version`` (the whole table when
+    None), with their ``_change_type`` if asked; see ``feed``."""
+    inserted = feed(spark, uri, after_version, version).where(F.col(CHANGE_TYPE).isin(*INSERTED))
+    return inserted if with_change_type else inserted.drop(CHANGE_TYPE)
+
+
+def new_values(
+    spark: SparkSession, uri: str, after_version: int | None, version: int, columns: Sequence[str]
+) -> DataFrame:
+    """The distinct ``columns`` values that rows took after ``after_version`` and did not hold
+    before it (a row updated with the same ``columns`` values brings none)."""
+    rows = feed(spark, uri, after_version, version)
+    kind = F.col(CHANGE_TYPE)
+    after = rows.where(kind.isin(*INSERTED)).select(*columns)
+    before = rows.where(kind == "update_preimage").select(*columns)
+    return after.subtract(before)
+
+
+def _has_strings(kind: DataType) -> bool:
+    if isinstance(kind, StringType):
+        return True
+    if isinstance(kind, StructType):
+        return any(_has_strings(field.dataType) for field in kind.fields)
+    if isinstance(kind, ArrayType):
+        return _has_strings(kind.elementType)
+    if isinstance(kind, MapType):
+        return _has_strings(kind.keyType) or _has_strings(kind.valueType)
+    return False
+
+
+def ddl(kind: DataType) -> str:
+    """``kind`` in Spark's DDL, struct field names quoted."""
+    if isinstance(kind, StructType):
+        return f"struct<{','.join(f'{quoted(f.name)}:{ddl(f.dataType)}' for f in kind.fields)}>"
+    if isinstance(kind, ArrayType):
+        return f"array<{ddl(kind.elementType)}>"
+    if isinstance(kind, MapType):
+        return f"map<{ddl(kind.keyType)},{ddl(kind.valueType)}>"
+    return "string" if isinstance(kind, StringType) else kind.simpleString()
+
+
+def plain_strings(frame: DataFrame) -> DataFrame:
+    """``frame`` with its string columns cast to Spark's default string type.
+
+    Over Spark Connect (4.2) the strings of a ``mapInArrow`` result carry the default collation
+    explicitly, and Delta then stores their type as ``string collate UTF8_BINARY``, which other
+    Delta readers (delta-rs) refuse. A cast to the type written in DDL makes them plain
+    ``string`` again (a cast to the type object does not); it changes no value.
+    """
+    return frame.select(
+        *[
+            F.col(quoted(f.name)).cast(ddl(f.dataType)).alias(f.name)
+            if _has_strings(f.dataType)
+            else F.col(quoted(f.name))
+            for f in frame.schema.fields
+        ]
+    )
+
+
+def _writer(
+    frame: DataFrame, mode: str, partition_by: Sequence[str], markers: Markers | None
+) -> DataFrameWriter:
+    writer = plain_strings(frame).write.format("delta").mode(mode)
+    if partition_by:
+        writer = writer.partitionBy(*partition_by)
+    for app_id, version in list((markers or {}).items())[:1]:  # Delta's one marker per commit
+        writer = writer.option("txnAppId", app_id).option("txnVersion", version)
+    return writer
+
+
+def append(
+    frame: DataFrame,
+    uri: str,
+    partition_by: Sequence[str] = (),
+    markers: Markers | None = None,
+) -> None:
+    """Append ``frame``'s rows (creating the table if needed); new columns are added. A write
+    whose markers the table holds is skipped: the commit carries one it lacks."""
+    missing = unheld(uri, markers)
+    if markers and not missing:
+        return
+    _writer(frame, "append", partition_by, missing).option("mergeSchema", "true").save(
+        hadoop_uri(uri)
+    )
+    commit_markers(frame.sparkSession, uri, missing, skip_first=True)
+
+
+def replace(
+    frame: DataFrame,
+    uri: str,
+    partitions: PartitionFilters | None,
+    partition_by: Sequence[str],
+    markers: Markers | None = None,
+) -> None:
+    """Replace every row matching ``partitions`` (the whole table, schema and layout, when None)
+    with ``frame``'s rows in one commit, which carries the first of the ``markers`` the table
+    lacks; the others follow alone. A replace is written even when the table holds every marker
+    (a deliberate rebuild); a crash before the last marker makes the next run replace the same
+    rows again. Delta counts a replace as a data change, a new schema too: readers of the change
+    feed see its rows deleted and inserted."""
+    missing = unheld(uri, markers)
+    writer = _writer(frame, "overwrite", partition_by, missing)
+    if partitions is None:
+        writer = writer.option("overwriteSchema", "true")
+    else:
+        writer = writer.option("replaceWhere", predicate(partitions))
+    writer.save(hadoop_uri(uri))
+    commit_markers(frame.sparkSession, uri, missing, skip_first=True)
+
+
+def unheld(uri: str, markers: Markers | None) -> dict[str, int]:
+    """The ``markers`` the table at ``uri`` does not hold yet (all before it exists)."""
+    snapshot = find(uri)
+    missing = {}
+    for app_id, version in (markers or {}).items():
+        held = snapshot.transaction_version(app_id) if snapshot else None
+        if held is None or held < version:
+            missing[app_id] = version
+    return missing
+
+
+def commit_markers(
+    spark: SparkSession, uri: str, markers: Markers | None, skip_first: bool = False
+) -> None:
+    """Commit each of ``markers`` (after the first with ``skip_first``) alone, with no rows, to
+    the existing table at ``uri``: the table records what its writer consumed."""
+    items = list((markers or {}).items())[1 if skip_first else 0 :]
+    if not items:
+        return
+    schema = read(spark, uri).limit(0)
+    for app_id, version in items:
+        _writer(schema, "append", (), {app_id: version}).save(hadoop_uri(uri))
+
+
+@contextlib.contextmanager
+def session_settings(spark: SparkSession, settings: Mapping[str, str]) -> Iterator[None]:
+    """Set session settings for the block, then restore them (the session may be shared)."""
+    before = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
+
+
+def marker_settings(markers: Markers | None) -> dict[str, str]:
+    """The session settings giving the next SQL write the first of ``markers``."""
+    for app_id, version in list((markers or {}).items())[:1]:
+        return {TXN_APP_ID: app_id, TXN_VERSION: str(version)}
+    return {}

@@ -1,38 +1,50 @@
-"""Delta merges (silver upserts): delta-rs merges a batch's changes, handed over as Arrow, into
-the table; the table itself never passes through the driver's Python process."""
+"""Delta merges (silver upserts) with Delta Lake's ``MERGE INTO``, run by Spark: the batch's
+changes (a DataFrame, never collected) merged into the table by its keys."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
-from datetime import date
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.compute as pc
-from deltalake import DeltaTable, write_deltalake
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 
-from resources.delta import TABLE_CONFIGURATION, Markers, Options, commit_properties, find
+from resources.delta import (
+    Markers,
+    append,
+    commit_markers,
+    ddl,
+    find,
+    literal,
+    marker_settings,
+    plain_strings,
+    quoted,
+    session_settings,
+    table_name,
+    unheld,
+)
 
 
 def merge(
-    source: pa.Table,
+    source: DataFrame,
     uri: str,
     keys: Sequence[str],
-    options: Options | None = None,
     markers: Markers | None = None,
     update_when: str | None = None,
     delete_flag: str | None = None,
     partition_by: Sequence[str] = (),
     replace: tuple[str, Sequence[Any]] | None = None,
     within_partitions: bool = True,
-) -> int:
-    """Upsert ``source`` (a batch's changes) by ``keys`` with delta-rs; returns the new version.
+) -> None:
+    """Upsert ``source`` (a batch's changes) by ``keys``.
 
     A matching row is updated only when one of its columns changes, so the change feed carries
     real changes only. In a partitioned table a key is looked for only in the partitions of the
     source's rows (the merge reads only those files): a key must not move between partitions,
     which holds when the partition is derived from the key or from a time that never changes.
     Where it may move, ``within_partitions=False`` looks for each key in the whole table.
+    Columns of ``source`` the table lacks are added to it first.
 
     Args:
         update_when: a SQL condition over ``source`` and ``target`` that a matching row must
@@ -47,111 +59,102 @@ def merge(
     Raises:
         ValueError: the table exists with other partition columns (laid out by an older version).
     """
-    kept = [name for name in source.column_names if name != delete_flag]
-    delta = find(uri, options)
+    spark = source.sparkSession
+    missing = unheld(uri, markers)
+    if markers and not missing:
+        return  # done before: the table holds every marker
+    markers = missing  # the commit carries one the table lacks, so Delta does not skip it
+    source = plain_strings(source)
+    kept = [name for name in source.columns if name != delete_flag]
+    delta = find(uri)
     if delta is None:
-        rows = source.filter(pc.invert(source[delete_flag])) if delete_flag else source  # pyright: ignore[reportAttributeAccessIssue]
-        write_deltalake(
-            uri,
-            rows.select(kept),
-            mode="append",
-            partition_by=list(partition_by) or None,
-            configuration=TABLE_CONFIGURATION,
-            storage_options=dict(options or {}),
-            commit_properties=commit_properties(markers),
-        )
-        return 0
-    _check_layout(delta, partition_by)
-    replaced = _in_values(*replace) if replace else None
-    if source.num_rows == 0:
-        if replaced:
-            before = delta.version()
-            delta.delete(replaced, commit_properties=commit_properties(markers))
-            if delta.version() != before:
-                return delta.version()
-        return _commit_markers(delta, partition_by, markers)
-    matches = [f"target.`{key}` = source.`{key}`" for key in keys]
+        live = source.where(~F.col(delete_flag)) if delete_flag else source
+        append(live.select(*kept), uri, partition_by, markers)
+        return
+    _check_layout(delta.metadata().partition_columns, partition_by, uri)
+    stored = set(delta.schema().to_arrow().names)
+    _add_columns(source.select(*kept), uri, stored)
+    matches = [f"target.{quoted(key)} = source.{quoted(key)}" for key in keys]
     if within_partitions:
         matches += _in_partitions(source, partition_by)
-    merger = delta.merge(
-        source,
-        " AND ".join(matches),
-        source_alias="source",
-        target_alias="target",
-        merge_schema=True,
-        commit_properties=commit_properties(markers),
-    )
-    live = f"NOT source.`{delete_flag}`" if delete_flag else None
+    values = [name for name in kept if name not in keys]
+    differs = " OR ".join(f"target.{quoted(n)} IS DISTINCT FROM source.{quoted(n)}" for n in values)
+    live = f"NOT source.{quoted(delete_flag)}" if delete_flag else None
+    clauses = []
     if delete_flag:
-        deletes = f"source.`{delete_flag}`" + (f" AND ({update_when})" if update_when else "")
-        merger = merger.when_matched_delete(deletes)
-    stored = set(delta.schema().to_arrow().names)
-    values = [name for name in kept if name not in keys and name in stored]
-    # Each comparison in parentheses: DataFusion binds OR tighter than IS DISTINCT FROM.
-    differs = " OR ".join(f"(target.`{n}` IS DISTINCT FROM source.`{n}`)" for n in values)
-    if set(kept) - stored:  # new columns: every match changes
-        differs = ""
-    conditions = [c for c in (live, update_when, differs and f"({differs})") if c]
-    excluded = [delete_flag] if delete_flag else None
-    merger = merger.when_matched_update_all(
-        " AND ".join(conditions) or None, except_cols=excluded
-    ).when_not_matched_insert_all(live, except_cols=excluded)
+        deletes = f"source.{quoted(delete_flag)}" + (f" AND ({update_when})" if update_when else "")
+        clauses.append(f"WHEN MATCHED AND {deletes} THEN DELETE")
+    conditions = (live, update_when and f"({update_when})", differs and f"({differs})")
+    assignments = ", ".join(f"target.{quoted(n)} = source.{quoted(n)}" for n in kept)
+    clauses.append(f"WHEN MATCHED{_and(conditions)} THEN UPDATE SET {assignments}")
+    columns = ", ".join(quoted(n) for n in kept)
+    inserted = ", ".join(f"source.{quoted(n)}" for n in kept)
+    clauses.append(f"WHEN NOT MATCHED{_and([live])} THEN INSERT ({columns}) VALUES ({inserted})")
     if replace:
-        # A target row outside the source's partitions is "not matched" too: the predicate
+        # A target row outside the source's partitions is "not matched" too: the condition
         # keeps the deletes to the replaced rows.
-        merger = merger.when_not_matched_by_source_delete(_in_values(*replace, alias="target"))
-    before = delta.version()
-    merger.execute()
-    if delta.version() == before:  # delta-rs commits nothing for a merge that changes nothing
-        return _commit_markers(delta, partition_by, markers)
-    return delta.version()
+        clauses.append(f"WHEN NOT MATCHED BY SOURCE AND {_in_values(*replace)} THEN DELETE")
+    view = f"merge_source_{uuid.uuid4().hex}"
+    source.createOrReplaceTempView(view)
+    statement = (
+        f"MERGE INTO {table_name(uri)} AS target USING {view} AS source "
+        f"ON {' AND '.join(matches)} " + " ".join(clauses)
+    )
+    try:
+        with session_settings(spark, marker_settings(markers)):
+            spark.sql(statement).collect()
+    finally:
+        spark.catalog.dropTempView(view)
+    # Delta commits no MERGE of an empty source, nor its marker: then every marker alone.
+    commit_markers(spark, uri, markers, skip_first=_holds_first(uri, markers))
 
 
-def _commit_markers(delta: DeltaTable, partition_by: Sequence[str], markers: Markers | None) -> int:
-    """Commit ``markers`` alone (no data), so the table records what its writer consumed."""
-    if markers:
-        delta.create_write_transaction(
-            [], "append", delta.schema(), partition_by=list(partition_by) or None,
-            commit_properties=commit_properties(markers),
-        )  # fmt: skip
-        delta.update_incremental()  # the commit does not move this snapshot
-    return delta.version()
+def _holds_first(uri: str, markers: Markers | None) -> bool:
+    snapshot = find(uri)
+    for app_id, version in list((markers or {}).items())[:1]:
+        committed = snapshot.transaction_version(app_id) if snapshot else None
+        return committed is not None and committed >= version
+    return True
 
 
-def _check_layout(delta: DeltaTable, partition_by: Sequence[str]) -> None:
-    stored = delta.metadata().partition_columns
+def _and(conditions: Sequence[str | None]) -> str:
+    present = [c for c in conditions if c]
+    return f" AND {' AND '.join(present)}" if present else ""
+
+
+def _add_columns(source: DataFrame, uri: str, stored: set[str]) -> None:
+    """Add the columns of ``source`` the table lacks (nullable, at the end)."""
+    new = [field for field in source.schema.fields if field.name not in stored]
+    if new:
+        columns = ", ".join(f"{quoted(f.name)} {ddl(f.dataType)}" for f in new)
+        source.sparkSession.sql(f"ALTER TABLE {table_name(uri)} ADD COLUMNS ({columns})")
+
+
+def _check_layout(stored: Sequence[str], partition_by: Sequence[str], uri: str) -> None:
     if list(stored) != list(partition_by):
         raise ValueError(
-            f"The Delta table {delta.table_uri} is partitioned by {stored or 'nothing'}, but this "
+            f"The Delta table {uri} is partitioned by {list(stored) or 'nothing'}, but this "
             f"version of the lakehouse lays it out by {list(partition_by) or 'nothing'}. It is "
             "derived from upstream tables: delete its folder and run again to rebuild it."
         )
 
 
-def _in_partitions(source: pa.Table, partition_by: Sequence[str]) -> list[str]:
-    """Conditions keeping a merge's target to the partitions of ``source``'s rows."""
+def _in_partitions(source: DataFrame, partition_by: Sequence[str]) -> list[str]:
+    """Conditions keeping a merge's target to the partitions of ``source``'s rows (one small
+    job collects their distinct values)."""
+    if not partition_by:
+        return []
+    present = source.select(*partition_by).distinct().collect()
     conditions = []
     for column in partition_by:
-        values = source[column].unique().to_pylist()
-        literals = ", ".join(_sql_literal(value) for value in values if value is not None)
-        in_values = f"target.`{column}` IN ({literals})" if literals else "FALSE"
-        nulls = f"target.`{column}` IS NULL" if None in values else None
+        values = {row[column] for row in present}
+        in_values = _in_values(column, [v for v in values if v is not None])
+        nulls = f"target.{quoted(column)} IS NULL" if None in values else None
         conditions.append(f"({in_values} OR {nulls})" if nulls else in_values)
     return conditions
 
 
-def _in_values(column: str, values: Sequence[Any], alias: str | None = None) -> str:
-    """``column IN (values)`` in SQL (FALSE when there are none)."""
-    name = f"{alias}.`{column}`" if alias else f"`{column}`"
-    literals = ", ".join(_sql_literal(value) for value in values)
-    return f"{name} IN ({literals})" if literals else "FALSE"
-
-
-def _sql_literal(value: Any) -> str:
-    if isinstance(value, date):
-        return f"DATE '{value.isoformat()}'"
-    if isinstance(value, str):
-        return "'" + value.replace("'", "''") + "'"
-    if isinstance(value, int | float):
-        return repr(value)
-    raise TypeError(f"Partition values of type {type(value).__name__} are not supported")
+def _in_values(column: str, values: Sequence[Any]) -> str:
+    """``target.column IN (values)`` in SQL (FALSE when there are none)."""
+    literals = ", ".join(literal(value) for value in values)
+    return f"target.{quoted(column)} IN ({literals})" if literals else "FALSE"

@@ -1,6 +1,6 @@
 """The lake resource: where the Delta tables live (``<root>/<layer>/<table>``), and the calls that
-need that configuration. The Delta I/O itself is ``resources.delta``: delta-rs commits the log,
-Spark reads and writes the data.
+need that configuration. The Delta I/O itself is ``resources.delta``: Delta Lake for Spark reads
+and writes every table; delta-rs reads their logs where no Spark is needed.
 """
 
 from __future__ import annotations
@@ -11,15 +11,21 @@ from collections.abc import Sequence
 from typing import Any
 
 import dagster as dg
-import pyarrow as pa
 from deltalake import DeltaTable
+from pyarrow import fs
 from pydantic import Field
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from resources import delta, delta_merge
-from resources.delta import Markers, PartitionFilters
-from resources.delta_files import Location, hadoop_uri
+from resources.delta import Markers, PartitionFilters, hadoop_uri
+
+
+def _location(uri: str) -> tuple[fs.FileSystem, str]:
+    """The file system pyarrow knows (local, s3://, gs://, abfss://) of ``uri``, and its path."""
+    if "://" not in uri:
+        return fs.LocalFileSystem(), uri
+    return fs.FileSystem.from_uri(uri.replace("s3a://", "s3://", 1))
 
 
 class LakeResource(dg.ConfigurableResource):
@@ -79,9 +85,9 @@ class LakeResource(dg.ConfigurableResource):
 
     def read_text(self, *parts: str) -> str | None:
         """The text of the file at ``<root>/<parts...>``, or None when there is none."""
-        location = Location.of(self.path(*parts), self.storage_options)
+        filesystem, path = _location(self.path(*parts))
         try:
-            with location.filesystem.open_input_stream(location.path) as stream:
+            with filesystem.open_input_stream(path) as stream:
                 return stream.read().decode()
         except FileNotFoundError:
             return None
@@ -89,13 +95,24 @@ class LakeResource(dg.ConfigurableResource):
     def write_text(self, text: str, *parts: str) -> None:
         """Write ``text`` to the file at ``<root>/<parts...>``, whole: a reader sees the old file
         or the new one (written beside it, then renamed, where the file system can rename)."""
-        location = Location.of(self.path(*parts), self.storage_options)
-        folder = location.path.rsplit("/", 1)[0]
-        location.filesystem.create_dir(folder, recursive=True)
+        filesystem, path = _location(self.path(*parts))
+        folder = path.rsplit("/", 1)[0]
+        filesystem.create_dir(folder, recursive=True)
         partial = f"{folder}/.{uuid.uuid4().hex}.partial"
-        with location.filesystem.open_output_stream(partial) as stream:
+        with filesystem.open_output_stream(partial) as stream:
             stream.write(text.encode())
-        location.filesystem.move(partial, location.path)
+        filesystem.move(partial, path)
+
+    def tables(self, layer: str) -> list[str]:
+        """The names of the tables of ``layer`` in the lake (folders with a Delta log)."""
+        filesystem, path = _location(self.path(layer))
+        selector = fs.FileSelector(path, allow_not_found=True)
+        folders = [i.base_name for i in filesystem.get_file_info(selector)
+                   if i.type == fs.FileType.Directory]  # fmt: skip
+        logs = [filesystem.get_file_info(f"{path}/{name}/_delta_log") for name in folders]
+        return sorted(
+            n for n, log in zip(folders, logs, strict=True) if log.type != fs.FileType.NotFound
+        )
 
     # ----- the log -----------------------------------------------------------------------------
     def find(self, layer: str, table: str) -> DeltaTable | None:
@@ -178,7 +195,8 @@ class LakeResource(dg.ConfigurableResource):
         Raises:
             FileNotFoundError: the table does not exist yet.
         """
-        return delta.read(spark, self.table(layer, table), partitions)
+        self.table(layer, table)  # a clear error for a missing table
+        return delta.read(spark, self.table_uri(layer, table), partitions=partitions)
 
     def changes_since(
         self,
@@ -195,7 +213,9 @@ class LakeResource(dg.ConfigurableResource):
         Raises:
             FileNotFoundError: the table does not exist yet.
         """
-        return delta.changes(spark, self.table(layer, table), after_version, with_change_type)
+        version = self.table(layer, table).version()
+        uri = self.table_uri(layer, table)
+        return delta.changes(spark, uri, after_version, version, with_change_type), version
 
     def new_values(
         self,
@@ -207,7 +227,9 @@ class LakeResource(dg.ConfigurableResource):
     ) -> tuple[DataFrame, int]:
         """The ``columns`` values rows took after ``after_version`` and did not hold before, and
         the table version they reach; see ``resources.delta.new_values``."""
-        return delta.new_values(spark, self.table(layer, table), after_version, columns)
+        version = self.table(layer, table).version()
+        uri = self.table_uri(layer, table)
+        return delta.new_values(spark, uri, after_version, version, columns), version
 
     def append(
         self,
@@ -216,15 +238,14 @@ class LakeResource(dg.ConfigurableResource):
         rows: DataFrame,
         partition_by: Sequence[str] = (),
         markers: Markers | None = None,
-        metadata: dict[str, Any] | None = None,
     ) -> int:
         """Append rows (creating the table if needed) and return the new table version.
 
         With ``markers`` (``{app id: version}``) the commit carries transaction markers, so a
         caller can tell later whether this write already happened (see ``holds``).
         """
-        uri = self.table_uri(layer, table)
-        return delta.append(rows, uri, self.storage_options, partition_by, markers, metadata)
+        delta.append(rows, self.table_uri(layer, table), partition_by, markers)
+        return self.table(layer, table).version()
 
     def replace_partitions(
         self,
@@ -236,10 +257,8 @@ class LakeResource(dg.ConfigurableResource):
         markers: Markers | None = None,
     ) -> int:
         """Replace the partitions matching ``partitions`` (e.g. a range of days) with ``rows``."""
-        uri = self.table_uri(layer, table)
-        return delta.replace_partitions(
-            rows, uri, partitions, partition_by, self.storage_options, markers
-        )
+        delta.replace(rows, self.table_uri(layer, table), partitions, partition_by, markers)
+        return self.table(layer, table).version()
 
     def replace(
         self,
@@ -249,26 +268,16 @@ class LakeResource(dg.ConfigurableResource):
         markers: Markers | None = None,
         partition_by: Sequence[str] = (),
     ) -> int:
-        """Replace the whole table with ``rows`` (laid out by ``partition_by``) in one commit;
-        returns the new version."""
-        uri = self.table_uri(layer, table)
-        return delta.replace_partitions(
-            rows, uri, None, partition_by, self.storage_options, markers
-        )
-
-    def rewrite(
-        self, layer: str, table: str, rows: DataFrame, partition_by: Sequence[str] = ()
-    ) -> int:
-        """Replace the table with ``rows``, the same rows in a new schema or layout, in a commit
-        that is no data change (see ``resources.delta.rewrite``); returns the new version."""
-        uri = self.table_uri(layer, table)
-        return delta.rewrite(rows, uri, partition_by, self.storage_options)
+        """Replace the whole table with ``rows`` (its schema and layout ``partition_by``) in one
+        commit; returns the new version."""
+        delta.replace(rows, self.table_uri(layer, table), None, partition_by, markers)
+        return self.table(layer, table).version()
 
     def merge(
         self,
         layer: str,
         table: str,
-        source: pa.Table,
+        source: DataFrame,
         keys: Sequence[str],
         markers: Markers | None = None,
         update_when: str | None = None,
@@ -277,12 +286,12 @@ class LakeResource(dg.ConfigurableResource):
         replace: tuple[str, Sequence[Any]] | None = None,
         within_partitions: bool = True,
     ) -> int:
-        """Upsert ``source`` (a batch's changes) by ``keys``; see ``resources.delta_merge``."""
-        return delta_merge.merge(
+        """Upsert ``source`` (a batch's changes) by ``keys``; see ``resources.delta_merge``.
+        Returns the new version."""
+        delta_merge.merge(
             source,
             self.table_uri(layer, table),
             keys,
-            self.storage_options,
             markers=markers,
             update_when=update_when,
             delete_flag=delete_flag,
@@ -290,3 +299,4 @@ class LakeResource(dg.ConfigurableResource):
             replace=replace,
             within_partitions=within_partitions,
         )
+        return self.table(layer, table).version()

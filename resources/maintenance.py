@@ -8,9 +8,8 @@ snapshot. Nothing a reader of a retained version needs is vacuumed.
 
 from __future__ import annotations
 
-import contextlib
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -18,6 +17,7 @@ from deltalake import DeltaTable
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
+from resources.delta import quoted, session_settings
 from resources.lake import LakeResource
 
 # The smallest VACUUM retention without ``force``: Delta's default deleted-file retention.
@@ -30,27 +30,6 @@ def file_stats(delta: DeltaTable) -> dict[str, int]:
     """Number of files and bytes in the table's current snapshot."""
     actions = pa.table(delta.get_add_actions(flatten=True))
     return {"files": actions.num_rows, "bytes": sum(actions["size_bytes"].to_pylist())}
-
-
-def quoted(name: str) -> str:
-    """``name`` as a quoted SQL identifier (a path of ``delta.`<path>```, a column)."""
-    return "`" + name.replace("`", "``") + "`"
-
-
-@contextlib.contextmanager
-def session_settings(spark: SparkSession, settings: dict[str, str]) -> Iterator[None]:
-    """Set session settings for the block, then restore them (the session may be shared)."""
-    before = {key: spark.conf.get(key, None) for key in settings}
-    for key, value in settings.items():
-        spark.conf.set(key, value)
-    try:
-        yield
-    finally:
-        for key, value in before.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
 
 
 def optimize(

@@ -68,7 +68,7 @@ def completed_workouts(
         paired = transforms.completed_workouts(
             actions.join(changed, transforms.WORKOUT_KEYS, "left_semi")
         )
-        rows = dated(COMPLETED_WORKOUTS, paired).toArrow()
+        rows = dated(COMPLETED_WORKOUTS, paired).localCheckpoint()
         lake.merge(
             SILVER, COMPLETED_WORKOUTS, rows, transforms.WORKOUT_KEYS, markers=markers,
             partition_by=layout(COMPLETED_WORKOUTS),
@@ -143,7 +143,7 @@ def workout_bpm(
         # readings leave the table. (On the first run every user is new: nothing to replace.)
         movers = [r.user_id for r in new_devices.select("user_id").distinct().collect()]
         lake.merge(
-            SILVER, WORKOUT_BPM, dated(WORKOUT_BPM, rows).toArrow(), keys, markers=markers,
+            SILVER, WORKOUT_BPM, dated(WORKOUT_BPM, rows).localCheckpoint(), keys, markers=markers,
             partition_by=layout(WORKOUT_BPM),
             replace=("user_id", movers) if movers and consumed is not None else None,
         )  # fmt: skip

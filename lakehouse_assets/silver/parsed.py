@@ -184,7 +184,8 @@ def parsed_table_asset(spec: ParsedTable) -> dg.AssetsDefinition:
         else:
             quarantined = _write_quarantine(lake, spec, parsed, markers)
         if not config.full_refresh and (fresh or not lake.exists(SILVER, spec.table)):
-            rows = _rows_to_merge(lake, session, spec, parsed).toArrow()
+            # Computed before the merge: it may read the rows the merge replaces.
+            rows = _rows_to_merge(lake, session, spec, parsed).localCheckpoint()
             delete_flag = "deleted" if spec.from_history else None
             lake.merge(
                 SILVER,

@@ -14,7 +14,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_type
@@ -88,7 +87,7 @@ def update_locations(
     """Merge the newest record of each location among ``records`` into the hierarchy."""
     table = locations_table(source)
     if not lake.holds(SILVER, table, markers):
-        latest = notices.locations(records).toArrow()
+        latest = notices.locations(records).localCheckpoint()
         lake.merge(SILVER, table, latest, ["location_id"], markers=markers)
 
 
@@ -131,7 +130,7 @@ def route(
         done.tables.append(written)
     done.rejected = _quarantine(lake, source, rejects, markers)
     missing = fetched.where(F.col(documents.DOCUMENT).isNull()).select(notices.ID)
-    index = notices.index_rows(planned.join(missing, notices.ID, "left_anti")).toArrow()
+    index = notices.index_rows(planned.join(missing, notices.ID, "left_anti")).localCheckpoint()
     lake.merge(
         SILVER, index_table(source), index, [notices.ID], markers=markers,
         update_when=f"source.{notices.SEQUENCE} > target.{notices.SEQUENCE}",
@@ -191,9 +190,8 @@ def _write_table(
     """Merge a table's documents and the deletes of the ids ``gone``; returns its rejected
     documents (quarantine shape)."""
     table_source = source.model_copy(update={"name": written.table})
-    deletes = pa.table(
-        {notices.ID: pa.array(gone, pa.string()), notices.DELETED: [True] * len(gone)}
-    )
+    schema = f"{notices.ID} string, {notices.DELETED} boolean"
+    deletes = docs.sparkSession.createDataFrame([(id_, True) for id_ in gone], schema)
     written.deleted = len(gone)
     if kind is None:  # deletes only
         if lake.exists(SILVER, written.table) and not lake.holds(SILVER, written.table, markers):
@@ -212,15 +210,15 @@ def _write_table(
     columns = [c for c, _, _ in types.leaves(schema, True, source.separator) if c != notices.ID]
     rows = _enriched(source, kind, transforms.refined(valid, columns, [], CARRY), ancestors)
     if not lake.holds(SILVER, written.table, markers):
-        upserts = rows.withColumn(notices.DELETED, F.lit(False)).toArrow()
-        written.rows = upserts.num_rows
-        changes = pa.concat_tables([upserts, deletes], promote_options="default")
+        upserts = rows.withColumn(notices.DELETED, F.lit(False)).localCheckpoint()
+        written.rows = upserts.count()
+        changes = upserts.unionByName(deletes, allowMissingColumns=True)
         _merge(lake, source, written.table, changes, markers)
     return kafka_quarantine(typed)
 
 
 def _merge(
-    lake: LakeResource, source: SourceDeclaration, table: str, changes: pa.Table, markers: Markers
+    lake: LakeResource, source: SourceDeclaration, table: str, changes: DataFrame, markers: Markers
 ) -> None:
     partition_by = [column for column, _ in source.partition_columns]
     lake.merge(

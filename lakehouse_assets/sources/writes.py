@@ -14,8 +14,8 @@ from lakehouse_assets.sources import schema as types
 from lakehouse_assets.sources.declarations import SourceDeclaration
 from lakehouse_assets.sources.reader import DELETED, SEQUENCE
 from lakehouse_assets.sources.schema import Schema
-from resources import LakeResource, delta
-from resources.delta import Markers
+from resources import LakeResource
+from resources.delta import Markers, spark_schema
 
 
 def quarantine_table(source: SourceDeclaration) -> str:
@@ -67,22 +67,23 @@ def keep(
         kept.unpersist()
         return count
     if source.mode == "latest-per-key":
-        newest = transforms.newest_per_key(rows, ["_kafka_key"]).toArrow()
+        newest = transforms.newest_per_key(rows, ["_kafka_key"]).localCheckpoint()
         lake.merge(SILVER, source.name, newest, ["_kafka_key"], delete_flag=DELETED, **merge)
-        return newest.num_rows
+        return newest.count()
     keys = list(source.keys)
     changed = rows.select(*keys).distinct()
     deletes = _stored(lake, spark, deletes_table(source), changed, cdc.new_deletes(rows, keys))
     if source.mode == "cdc-scd1":
-        newest = cdc.scd1(rows, deletes, keys).toArrow()
+        newest = cdc.scd1(rows, deletes, keys).localCheckpoint()
         lake.merge(
             SILVER, source.name, newest, keys, update_when=cdc.NEWER, delete_flag=DELETED, **merge
         )
-        return newest.num_rows
+        return newest.count()
     versions = _stored(lake, spark, source.name, changed, rows)
-    history = cdc.scd2(rows, versions, deletes, keys).toArrow()
+    # Computed before the merge: it reads the rows the merge replaces.
+    history = cdc.scd2(rows, versions, deletes, keys).localCheckpoint()
     lake.merge(SILVER, source.name, history, [*keys, cdc.VALID_FROM], **merge)
-    return history.num_rows
+    return history.count()
 
 
 def record_deletes(
@@ -102,7 +103,7 @@ def record_deletes(
         lake.replace(SILVER, table, deleted, markers)
     else:
         keys = [*source.keys, SEQUENCE]
-        lake.merge(SILVER, table, deleted.toArrow(), keys, markers=markers)
+        lake.merge(SILVER, table, deleted, keys, markers=markers)
 
 
 def _stored(
@@ -119,7 +120,8 @@ def widen_table(
     lake: LakeResource, spark: SparkSession, source: SourceDeclaration, schema: Schema
 ) -> None:
     """Rewrite ``silver.<source>`` with its columns in the wider types of ``schema`` (a Delta
-    column's type changes only by a rewrite; the rows are the same: no data change)."""
+    column's type changes only by a rewrite, which Delta counts as a data change: a reader of
+    the table's change feed sees every row again)."""
     stored = lake.read(spark, SILVER, source.name)
     leaves = types.leaves(schema, source.flatten, source.separator)
     wanted = {name: types.data_type(t) for name, _, t in leaves}
@@ -136,7 +138,7 @@ def widen_table(
             columns.append(F.col(column.name).cast(target).alias(column.name))
     if changed:
         partition_by = [column for column, _ in source.partition_columns]
-        lake.rewrite(SILVER, source.name, stored.select(*columns), partition_by)
+        lake.replace(SILVER, source.name, stored.select(*columns), partition_by=partition_by)
 
 
 def conform(lake: LakeResource, source: SourceDeclaration, rows: DataFrame) -> DataFrame:
@@ -145,7 +147,7 @@ def conform(lake: LakeResource, source: SourceDeclaration, rows: DataFrame) -> D
     table = lake.find(SILVER, source.name)
     if table is None:
         return rows
-    stored = {f.name: f.dataType for f in delta.spark_schema(table).fields}
+    stored = {f.name: f.dataType for f in spark_schema(table).fields}
     return rows.select(
         *[
             F.col(f.name).cast(stored[f.name]).alias(f.name)

@@ -1,5 +1,5 @@
-"""The lake: Spark writes the files, delta-rs commits them with statistics and transaction ids;
-snapshot reads, partition replacement, merges and the change feed."""
+"""The lake: Delta Lake for Spark writes every table (with statistics and transaction markers),
+delta-rs reads the logs; snapshot reads, partition replacement, merges and the change feed."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 
 from resources import LakeResource
-from resources.delta_files import write_files
 from resources.maintenance import vacuum
 
 Rows = Callable[[list[int], list[date]], DataFrame]
@@ -37,6 +36,19 @@ def test_table_location_follows_layer_and_table(tmp_path: Path) -> None:
     )
 
 
+@pytest.fixture
+def frame(spark: SparkSession) -> Callable[..., DataFrame]:
+    """A DataFrame of ``columns`` (``{name: values}``) in the DDL ``schema``."""
+
+    def make(schema: str, **columns: list) -> DataFrame:
+        return spark.createDataFrame(list(zip(*columns.values(), strict=True)), schema)
+
+    return make
+
+
+Frame = Callable[..., DataFrame]
+
+
 def test_commits_carry_transaction_versions(tmp_path: Path, rows: Rows) -> None:
     lake = LakeResource(root=str(tmp_path))
     assert lake.committed_version("bronze", "t", "app") is None
@@ -59,8 +71,6 @@ def test_files_are_committed_with_their_statistics(tmp_path: Path, rows: Rows) -
     assert (second["min.name"], second["max.name"], second["null_count.id"]) == ("n6", "n7", 0)
     assert all(a["path"].startswith("day=2026-01-0") for a in actions)
     assert lake.row_count("silver", "t") == 3
-    table_folder = tmp_path / "silver" / "t"
-    assert not [p for p in table_folder.iterdir() if p.name.startswith("staging-")]
 
 
 def test_snapshot_read_brings_back_partition_values_and_ignores_stray_files(
@@ -77,16 +87,28 @@ def test_snapshot_read_brings_back_partition_values_and_ignores_stray_files(
     assert sorted((r.id, r.day) for r in frame.collect()) == list(zip([1, 2, 3], days, strict=True))
 
 
+def test_a_write_again_with_the_markers_it_committed_is_skipped(
+    tmp_path: Path, spark: SparkSession, rows: Rows
+) -> None:
+    lake = LakeResource(root=str(tmp_path))
+    for _ in range(2):  # a run, then its retry after a crash that came after the commit
+        lake.append("bronze", "t", rows([1], [date(2026, 1, 1)]), markers={"app": 1})
+    assert [r.id for r in lake.read(spark, "bronze", "t").collect()] == [1]
+    assert lake.version("bronze", "t") == 0
+
+
 def test_files_written_but_never_committed_are_not_in_the_table_and_vacuum_removes_them(
     tmp_path: Path, spark: SparkSession, rows: Rows
 ) -> None:
     lake = LakeResource(root=str(tmp_path))
     lake.append("bronze", "t", rows([1], [date(2026, 1, 1)]), partition_by=["day"])
-    orphans = write_files(rows([2], [date(2026, 1, 1)]), lake.table_uri("bronze", "t"), ["day"])
+    # What a writer killed before its commit leaves: a data file no commit names.
+    orphan = tmp_path / "bronze" / "t" / "day=2026-01-01" / "part-00000-killed.snappy.parquet"
+    rows([2], [date(2026, 1, 1)]).drop("day").toPandas().to_parquet(orphan)
     assert [r.id for r in lake.read(spark, "bronze", "t").collect()] == [1]
     assert lake.version("bronze", "t") == 0
     removed = vacuum(spark, lake, "bronze", "t", retention_hours=0, force=True)
-    assert removed["files_removed"] == len(orphans) == 1
+    assert removed["files_removed"] == 1 and not orphan.exists()
     assert [r.id for r in lake.read(spark, "bronze", "t").collect()] == [1]
 
 
@@ -122,20 +144,31 @@ def test_spark_paths_use_hadoop_schemes() -> None:
     assert LakeResource(root="/data/lake").spark_path("x") == "/data/lake/x"
 
 
-def test_merge_keeps_the_newest_and_applies_deletes(tmp_path: Path, spark: SparkSession) -> None:
+def test_merge_keeps_the_newest_and_applies_deletes(
+    tmp_path: Path, spark: SparkSession, frame: Frame
+) -> None:
     lake = LakeResource(root=str(tmp_path))
-    first = pa.table({"id": [1, 2, 3], "ts": [10, 10, 10], "gone": [False, False, True]})
-    lake.merge(
-        "silver", "p", first, ["id"], update_when="source.ts > target.ts", delete_flag="gone"
-    )
-    later = pa.table({"id": [1, 2, 4], "ts": [5, 20, 1], "gone": [False, True, False]})
-    lake.merge(
-        "silver", "p", later, ["id"], update_when="source.ts > target.ts", delete_flag="gone"
-    )
-    # id 1: the older ts 5 loses to 10; id 2: deleted; id 3: never inserted; id 4: inserted.
+    schema = "id long, ts long, gone boolean"
+    first = frame(schema, id=[1, 2, 3], ts=[10, 10, 10], gone=[False, False, True])
+    newest = {"update_when": "source.ts > target.ts", "delete_flag": "gone"}
+    lake.merge("silver", "p", first, ["id"], **newest)
+    later = frame(schema, id=[1, 2, 4, 5], ts=[5, 20, 1, 9], gone=[False, True, False, True])
+    lake.merge("silver", "p", later, ["id"], **newest)
+    # id 1: the older ts 5 loses to 10; id 2: deleted; id 3: never inserted; id 4: inserted;
+    # id 5: a delete of a key never seen, nothing to do.
     rows = sorted((r.id, r.ts) for r in lake.read(spark, "silver", "p").collect())
     assert rows == [(1, 10), (4, 1)]
     assert lake.read(spark, "silver", "p").columns == ["id", "ts"]
+
+
+def test_a_merge_adds_the_columns_the_table_lacks(
+    tmp_path: Path, spark: SparkSession, frame: Frame
+) -> None:
+    lake = LakeResource(root=str(tmp_path))
+    lake.merge("silver", "p", frame("id long, a string", id=[1, 2], a=["x", ""]), ["id"])
+    lake.merge("silver", "p", frame("id long, b double", id=[2, 3], b=[0.5, 1.5]), ["id"])
+    rows = sorted(tuple(r) for r in lake.read(spark, "silver", "p").collect())
+    assert rows == [(1, "x", None), (2, "", 0.5), (3, None, 1.5)]  # '' stays beside NULL
 
 
 def test_changes_since_returns_only_later_rows(
@@ -150,68 +183,85 @@ def test_changes_since_returns_only_later_rows(
     assert [r.id for r in later.collect()] == [3] and version == 1
     nothing, version = lake.changes_since(spark, "bronze", "t", 1)
     assert nothing.count() == 0 and version == 1
+    assert later.columns == ["id", "name", "day"]
     assert lake.holds("bronze", "t", {"app": 0}) is False
     lake.append("bronze", "t", rows([4], [date(2026, 1, 2)]), markers={"app": 3, "other": 1})
     assert lake.holds("bronze", "t", {"app": 3, "other": 0}) is True
     assert lake.holds("bronze", "t", {"app": 3, "other": 2}) is False
 
 
-def test_changes_of_a_merge_come_from_its_change_data_files(
-    tmp_path: Path, spark: SparkSession
+def test_changes_of_a_merge_are_its_updates_and_inserts(
+    tmp_path: Path, spark: SparkSession, frame: Frame
 ) -> None:
     lake = LakeResource(root=str(tmp_path))
-    v0 = lake.merge("silver", "p", pa.table({"id": [1, 2], "ts": [10, 10]}), ["id"])
-    lake.merge("silver", "p", pa.table({"id": [2, 3], "ts": [20, 20]}), ["id"])
+    v0 = lake.merge("silver", "p", frame("id long, ts long", id=[1, 2], ts=[10, 10]), ["id"])
+    lake.merge("silver", "p", frame("id long, ts long", id=[2, 3], ts=[20, 20]), ["id"])
     later, version = lake.changes_since(spark, "silver", "p", v0)
     # The new row of the update of 2 and the insert of 3; the untouched 1 is no change.
     assert sorted((r.id, r.ts) for r in later.collect()) == [(2, 20), (3, 20)] and version == 1
 
 
-def _merge_metrics(lake: LakeResource, table: str) -> dict[str, int]:
-    return lake.history("silver", table, limit=1)[0]["operationMetrics"]
-
-
-def test_a_merge_into_a_partitioned_table_reads_only_its_sources_partitions(
-    tmp_path: Path, spark: SparkSession
+def test_a_merge_into_a_partitioned_table_looks_for_keys_in_the_sources_partitions_only(
+    tmp_path: Path, spark: SparkSession, frame: Frame
 ) -> None:
     lake = LakeResource(root=str(tmp_path))
     days = [date(2026, 1, 1), date(2026, 1, 2), date(2026, 1, 3)]
-    first = pa.table({"id": [1, 2, 3], "v": [10, 20, 30], "day": days})
-    lake.merge("silver", "p", first, ["id"], partition_by=["day"])  # one file per day
-    lake.merge(
-        "silver", "p", pa.table({"id": [2, 4], "v": [21, 40], "day": [days[1]] * 2}), ["id"],
-        partition_by=["day"],
-    )  # fmt: skip
-    metrics = _merge_metrics(lake, "p")
-    assert (metrics["num_target_files_scanned"], metrics["num_target_rows_updated"]) == (1, 1)
+    schema = "id long, v long, day date"
+    lake.merge("silver", "p", frame(schema, id=[1, 2, 3], v=[10, 20, 30], day=days), ["id"],
+               partition_by=["day"])  # fmt: skip
+    # Key 1 on another day than its stored row: not looked for there, so a second row.
+    later = frame(schema, id=[2, 4, 1], v=[21, 40, 11], day=[days[1]] * 3)
+    lake.merge("silver", "p", later, ["id"], partition_by=["day"])
     rows = sorted((r.id, r.v, r.day) for r in lake.read(spark, "silver", "p").collect())
-    assert rows == [(1, 10, days[0]), (2, 21, days[1]), (3, 30, days[2]), (4, 40, days[1])]
+    assert rows == [(1, 10, days[0]), (1, 11, days[1]), (2, 21, days[1]), (3, 30, days[2]),
+                    (4, 40, days[1])]  # fmt: skip
+    # Looked for in the whole table: key 1 is updated where it is (and moves to its new day).
+    again = frame(schema, id=[3], v=[31], day=[days[0]])
+    lake.merge("silver", "p", again, ["id"], partition_by=["day"], within_partitions=False)
+    assert sorted(r.v for r in lake.read(spark, "silver", "p").where("id = 3").collect()) == [31]
 
 
 def test_a_merge_that_changes_nothing_adds_nothing_to_the_change_feed(
-    tmp_path: Path, spark: SparkSession
+    tmp_path: Path, spark: SparkSession, frame: Frame
 ) -> None:
     lake = LakeResource(root=str(tmp_path))
-    v0 = lake.merge("silver", "p", pa.table({"id": [1, 2], "v": [10, None]}), ["id"])
-    # The same rows again (a null equal to a null), and an empty batch: only the markers commit.
-    same = pa.table({"id": [1, 2], "v": [10, None]})
-    v1 = lake.merge("silver", "p", same, ["id"], markers={"app": 4})
-    v2 = lake.merge(
-        "silver", "p", pa.table({"id": pa.array([], pa.int64()), "v": pa.array([], pa.int64())}),
-        ["id"], markers={"app": 5},
-    )  # fmt: skip
-    assert (v0, v1, v2) == (0, 1, 2) and lake.holds("silver", "p", {"app": 5})
-    nothing, version = lake.changes_since(spark, "silver", "p", v0)
-    assert nothing.count() == 0 and version == 2
+    v0 = lake.merge("silver", "p", frame("id long, v long", id=[1, 2], v=[10, None]), ["id"])
+    # The same rows again (a null equal to a null), and an empty batch: the markers are kept.
+    same = frame("id long, v long", id=[1, 2], v=[10, None])
+    lake.merge("silver", "p", same, ["id"], markers={"app": 4})
+    version = lake.merge("silver", "p", frame("id long, v long", id=[], v=[]), ["id"],
+                         markers={"app": 5})  # fmt: skip
+    assert lake.holds("silver", "p", {"app": 5})
+    nothing, reached = lake.changes_since(spark, "silver", "p", v0)
+    assert nothing.count() == 0 and reached == version
+
+
+def test_replace_deletes_the_rows_of_the_replaced_values_missing_from_the_source(
+    tmp_path: Path, spark: SparkSession, frame: Frame
+) -> None:
+    lake = LakeResource(root=str(tmp_path))
+    schema = "user long, t long, v long"
+    lake.merge("silver", "w", frame(schema, user=[1, 1, 2], t=[1, 2, 1], v=[5, 5, 5]),
+               ["user", "t"])  # fmt: skip
+    # User 1's rows are recomputed: only t=2 remains, with a new value; user 2 is untouched.
+    lake.merge("silver", "w", frame(schema, user=[1], t=[2], v=[6]), ["user", "t"],
+               replace=("user", [1]))  # fmt: skip
+    rows = sorted(tuple(r) for r in lake.read(spark, "silver", "w").collect())
+    assert rows == [(1, 2, 6), (2, 1, 5)]
+    # An empty source replacing user 2: all of its rows go.
+    lake.merge("silver", "w", frame(schema, user=[], t=[], v=[]), ["user", "t"],
+               replace=("user", [2]))  # fmt: skip
+    assert sorted(tuple(r) for r in lake.read(spark, "silver", "w").collect()) == [(1, 2, 6)]
 
 
 def test_new_values_leave_out_rows_updated_to_the_same_values(
-    tmp_path: Path, spark: SparkSession
+    tmp_path: Path, spark: SparkSession, frame: Frame
 ) -> None:
     lake = LakeResource(root=str(tmp_path))
-    v0 = lake.merge("silver", "u", pa.table({"id": [1, 2], "dev": [10, 20], "ts": [1, 1]}), ["id"])
+    schema = "id long, dev long, ts long"
+    v0 = lake.merge("silver", "u", frame(schema, id=[1, 2], dev=[10, 20], ts=[1, 1]), ["id"])
     # id 1 registers again with the same device; id 2 takes another device; id 3 is new.
-    later = pa.table({"id": [1, 2, 3], "dev": [10, 21, 30], "ts": [2, 2, 2]})
+    later = frame(schema, id=[1, 2, 3], dev=[10, 21, 30], ts=[2, 2, 2])
     lake.merge("silver", "u", later, ["id"])
     values, version = lake.new_values(spark, "silver", "u", v0, ["id", "dev"])
     assert sorted(tuple(r) for r in values.collect()) == [(2, 21), (3, 30)] and version == 1
@@ -220,15 +270,13 @@ def test_new_values_leave_out_rows_updated_to_the_same_values(
 
 
 def test_a_table_laid_out_by_an_older_version_is_refused_with_how_to_rebuild_it(
-    tmp_path: Path,
+    tmp_path: Path, frame: Frame
 ) -> None:
     lake = LakeResource(root=str(tmp_path))
-    lake.merge("silver", "p", pa.table({"id": [1], "day": [date(2026, 1, 1)]}), ["id"])
+    lake.merge("silver", "p", frame("id long, day date", id=[1], day=[date(2026, 1, 1)]), ["id"])
     with pytest.raises(
         ValueError, match=r"partitioned by nothing.*by \['day'\].*delete its folder"
     ):
-        lake.merge(
-            "silver", "p", pa.table({"id": [2], "day": [date(2026, 1, 1)]}), ["id"],
-            partition_by=["day"],
-        )  # fmt: skip
+        lake.merge("silver", "p", frame("id long, day date", id=[2], day=[date(2026, 1, 1)]),
+                   ["id"], partition_by=["day"])  # fmt: skip
     assert lake.row_count("silver", "p") == 1

@@ -8,7 +8,7 @@ from typing import Any
 
 import dagster as dg
 import pyarrow as pa
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from lakehouse_assets.checks.reconciliation import READINGS_IN_WORKOUT_BPM
 from lakehouse_assets.constants import COMPLETED_WORKOUTS, DATE, HEART_RATE, SILVER, USERS
@@ -24,10 +24,17 @@ def at(day: date, clock: str) -> datetime:
     return datetime(day.year, day.month, day.day, hours, minutes, tzinfo=UTC)
 
 
+def frame(table: pa.Table) -> DataFrame:
+    return SparkSession.active().createDataFrame(table)
+
+
 def register(lake: LakeResource, device: int, registered: datetime) -> None:
     users = {"user_id": [1], "device_id": [device], "mac_address": ["m1"]}
     lake.merge(
-        SILVER, USERS, pa.table({**users, "registration_timestamp": [registered]}), ["user_id"]
+        SILVER,
+        USERS,
+        frame(pa.table({**users, "registration_timestamp": [registered]})),
+        ["user_id"],
     )
 
 
@@ -42,7 +49,7 @@ def read(lake: LakeResource, readings: list[tuple[int, datetime, float | None]])
             DATE: [time.date() for time in times],
         }
     )
-    lake.merge(SILVER, HEART_RATE, rows, ["device_id", "time"], partition_by=[DATE])
+    lake.merge(SILVER, HEART_RATE, frame(rows), ["device_id", "time"], partition_by=[DATE])
 
 
 def bpm(lake: LakeResource, spark: SparkSession) -> list[tuple[int, str, float]]:
@@ -59,7 +66,7 @@ def complete(lake: LakeResource, session: int, start: datetime, end: datetime) -
     workout = {"user_id": [1], "workout_id": [1], "session_id": [session]}
     times = {"start_time": [start], "end_time": [end], DATE: [start.date()]}
     lake.merge(
-        SILVER, COMPLETED_WORKOUTS, pa.table({**workout, **times}), list(workout),
+        SILVER, COMPLETED_WORKOUTS, frame(pa.table({**workout, **times})), list(workout),
         partition_by=[DATE],
     )  # fmt: skip
 
@@ -125,7 +132,7 @@ def test_a_reading_missing_from_workout_bpm_fails_its_reconciliation(
 
     # A row lost from the incrementally kept table: the next run (nothing new upstream, so it
     # writes nothing) finds the reading missing, and the check blocks what is downstream.
-    lake.table(SILVER, TABLE).delete("heartrate = 100.0")
+    spark.sql(f"DELETE FROM delta.`{lake.spark_path(SILVER, TABLE)}` WHERE heartrate = 100.0")
     ran = dg.materialize([workout_bpm], resources=env, raise_on_error=False)
     [reconciled] = [e for e in ran.get_asset_check_evaluations()
                     if e.check_name == READINGS_IN_WORKOUT_BPM]  # fmt: skip
