@@ -1,7 +1,8 @@
-"""The README's "Dagster UI" path as a new user walks it: an empty instance, the embedded broker,
-`lakehouse produce-sample`, then `lakehouse dev` (what `make dev` runs) with the daemon left to
-run everything by itself. Then, in headless Chromium: the gold table's page shows a non-zero row
-count and its column schema, and a sensor's latest tick says why it launched nothing.
+"""The "Dagster UI" path (docs/dagster.md) as a new user walks it: an empty instance, the
+embedded broker, `lakehouse produce-sample`, then `lakehouse dev` (what `make dev` runs) with the
+daemon left to run everything by itself. Then, in headless Chromium: the gold table's page
+shows a non-zero row count and its column schema, and a sensor's latest tick says why it launched
+nothing.
 """
 
 from __future__ import annotations
