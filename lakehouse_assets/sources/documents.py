@@ -44,9 +44,10 @@ def read_documents(
     when the store no longer has it) and ``_lookups`` (the queries made, on the first row)."""
     import psycopg2
 
-    rows = pa.Table.from_batches(list(batches))
-    if rows.num_rows == 0:
+    present = [batch for batch in batches if batch.num_rows]
+    if not present:  # an empty partition (a batch of deletes only, or of filtered notices)
         return
+    rows = pa.Table.from_batches(present)
     kinds = rows.column(kind_column).to_pylist()
     ids = rows.column(id_column).to_pylist()
     wanted: dict[str, list[str]] = {}

@@ -8,6 +8,7 @@ from datetime import date
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
@@ -104,7 +105,7 @@ def test_files_written_but_never_committed_are_not_in_the_table_and_vacuum_remov
     lake.append("bronze", "t", rows([1], [date(2026, 1, 1)]), partition_by=["day"])
     # What a writer killed before its commit leaves: a data file no commit names.
     orphan = tmp_path / "bronze" / "t" / "day=2026-01-01" / "part-00000-killed.snappy.parquet"
-    rows([2], [date(2026, 1, 1)]).drop("day").toPandas().to_parquet(orphan)
+    pq.write_table(rows([2], [date(2026, 1, 1)]).drop("day").toArrow(), orphan)
     assert [r.id for r in lake.read(spark, "bronze", "t").collect()] == [1]
     assert lake.version("bronze", "t") == 0
     removed = vacuum(spark, lake, "bronze", "t", retention_hours=0, force=True)

@@ -286,3 +286,46 @@ def test_notices_are_routed_to_a_table_per_type_enriched_merged_and_deleted(
         "demo/case-sql/child", "demo/case-sql/household", "demo/case-sql/pregnancy",
         "demo/form-sql/ABC-123",
     ]  # fmt: skip
+
+
+def test_a_batch_with_no_document_to_fetch_leaves_the_source_moving(
+    tmp_path: Path,
+    broker: EmbeddedBroker,
+    resources: dict[str, Any],
+    spark: SparkSession,
+    store: tuple[str, dict[str, str]],
+) -> None:
+    """A first batch of deletes only (one of a case never seen) and of notices filtered out
+    fetches no document: the run succeeds, and the next batch's case is routed."""
+    url, tables = store
+    source = declare(tmp_path, tables)
+    for topic in ("case-sql", "form-sql", "location"):
+        resources["kafka"].create_topic(topic, partitions=1)
+    instance = dg.DagsterInstance.ephemeral()
+    send(broker, "case-sql", [
+        notice("c1", "CommCareCase-Deleted", None, 1),  # a hard delete of a case never seen
+        notice("c2", "CommCareCase", "child", 2, deletion=True),  # a soft delete
+        notice("c8", "CommCareCase", "secret", 3),  # a type not kept
+        notice("c9", "CommCareCase", "pregnancy", 4, domain="other"),  # a domain not kept
+    ])  # fmt: skip
+
+    first = run(source, resources, instance, url)
+
+    assert (first["notices_read"], first["records_rejected"]) == (4, 0)
+    assert (first["notices_filtered"], first["documents_missing"]) == (2, 0)
+    assert first["document_store_queries"] == 0
+    assert instance.get_dynamic_partitions("commcare_types") == []
+
+    save(url, tables["CommCareCase"], [
+        {"_id": "c3", "case_type": "child", "opened_on": "2026-11-05T00:00:00Z",
+         "user_id": "u9", "properties": {"dob": "2026-11-04"}, "indices": [], "closed": False},
+    ])  # fmt: skip
+    send(broker, "case-sql", [notice("c3", "CommCareCase", "child", 5)])
+
+    second = run(source, resources, instance, url)
+
+    assert (second["notices_read"], second["records_rejected"]) == (1, 0)
+    child = ["_id", "properties__dob", "month"]
+    assert table_rows(spark, resources["lake"], "demo_case_sql_child", child) == [
+        {"_id": "c3", "properties__dob": "2026-11-04", "month": dt.date(2026, 11, 1)}
+    ]
