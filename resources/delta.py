@@ -10,7 +10,7 @@ table already holds (at that version or later) is skipped by Delta itself, and a
 whether a table holds a marker before doing any work. Delta records one marker per commit: a
 write with several commits the others right after it, each alone (``commit_markers``); a crash
 between them leaves only the later markers unrecorded, so the next run reads those upstream
-changes again, which only a merge (an upsert, the same result twice) may do.
+changes again, which only a merge or a replace (the same result twice) may do.
 """
 
 from __future__ import annotations

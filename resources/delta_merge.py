@@ -106,15 +106,8 @@ def merge(
     finally:
         spark.catalog.dropTempView(view)
     # Delta commits no MERGE of an empty source, nor its marker: then every marker alone.
-    commit_markers(spark, uri, markers, skip_first=_holds_first(uri, markers))
-
-
-def _holds_first(uri: str, markers: Markers | None) -> bool:
-    snapshot = find(uri)
-    for app_id, version in list((markers or {}).items())[:1]:
-        committed = snapshot.transaction_version(app_id) if snapshot else None
-        return committed is not None and committed >= version
-    return True
+    first = dict(list(markers.items())[:1])
+    commit_markers(spark, uri, markers, skip_first=not unheld(uri, first))
 
 
 def _and(conditions: Sequence[str | None]) -> str:
