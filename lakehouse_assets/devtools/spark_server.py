@@ -108,10 +108,10 @@ class SparkConnectServer(LocalService):
             quick_start: the driver JVM maps Spark's classes from the class archive (it starts
                 in 2.3 s instead of 6.2 s) and, with ``quick_jit``, compiles with the JIT's quick
                 tier only (see ``resources.spark.quick_start_options``).
-            quick_jit: the quick tier alone spends about a fifth less CPU on one run of the
-                sample graph (the demo), in about the same time; a server used for minutes is
-                faster with the full JIT (False): the test session's graph runs take 33-42 s
-                here instead of 46-61 s once warm.
+            quick_jit: the quick tier alone spends less CPU on a run of a few seconds; a server
+                used for minutes is faster with the full JIT (False): the demo's graph took
+                169 s instead of 216 s (one run each), the test session's graph runs 33-42 s
+                instead of 46-61 s once warm.
             daemon_idle_s: end the Python worker daemons a closed session left once they have
                 had no worker for this long (see ``python_daemons``).
         """

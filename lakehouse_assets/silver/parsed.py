@@ -119,10 +119,15 @@ def _rebuild(lake: LakeResource, spec: ParsedTable, parsed: DataFrame, markers: 
 
 
 def _reconcile(
-    lake: LakeResource, spark: SparkSession, spec: ParsedTable, parsed: DataFrame
+    lake: LakeResource,
+    spark: SparkSession,
+    spec: ParsedTable,
+    parsed: DataFrame,
+    merged: DataFrame | None,
 ) -> Outcome:
-    """Whether each of the run's bronze records (``parsed``) is now in silver or quarantine."""
-    accepted = _rows_to_merge(lake, spark, spec, parsed)
+    """Whether each of the run's bronze records (``parsed``) is now in silver or quarantine;
+    ``merged``: the rows the run merged (``_rows_to_merge``), None when it merged none."""
+    accepted = merged if merged is not None else _rows_to_merge(lake, spark, spec, parsed)
     if spec.from_history:  # a key whose newest event is its delete has no row
         accepted = accepted.where(~F.col("deleted"))
     return bronze_reconciliation(
@@ -177,12 +182,14 @@ def parsed_table_asset(spec: ParsedTable) -> dg.AssetsDefinition:
         changes, markers, fresh = read_changes(
             lake, session, spec.table, (BRONZE, spec.source), config.full_refresh
         )
-        parsed = spec.parse(changes).cache()
+        # Materialized once: the writes and checks below each read it without reading bronze.
+        parsed = spec.parse(changes).localCheckpoint(eager=True)
         read = parsed.count()
         if config.full_refresh:
             quarantined = _rebuild(lake, spec, parsed, markers)
         else:
             quarantined = _write_quarantine(lake, spec, parsed, markers)
+        rows = None
         if not config.full_refresh and (fresh or not lake.exists(SILVER, spec.table)):
             # Computed before the merge: it may read the rows the merge replaces.
             rows = _rows_to_merge(lake, session, spec, parsed).localCheckpoint()
@@ -197,8 +204,7 @@ def parsed_table_asset(spec: ParsedTable) -> dg.AssetsDefinition:
                 delete_flag=delete_flag,
                 partition_by=layout(spec.table),
             )
-        reconciled = _reconcile(lake, session, spec, parsed)
-        parsed.unpersist()
+        reconciled = _reconcile(lake, session, spec, parsed, rows)
         yield dg.MaterializeResult(
             asset_key=table_key,
             metadata={
