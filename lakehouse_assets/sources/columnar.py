@@ -68,14 +68,15 @@ def parse(values: pa.Array, explicit: dict[str, pa.DataType]) -> pa.Table | None
     return table if table.num_rows == len(values) else None
 
 
-def conform(array: pa.Array, declared: Type) -> pa.Array | None:
+def conform(array: pa.Array, declared: Type, empty_is_null: bool = True) -> pa.Array | None:
     """``array`` with the type of ``declared``: fields missing from the schema dropped when they
-    hold only nulls, empty strings as nulls; None when it holds values the schema lacks."""
+    hold only nulls, empty strings as nulls when ``empty_is_null``; None when it holds values
+    the schema lacks."""
     array = array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
     if not isinstance(declared, dict):
         if array.type != arrow_type(declared):
             return None
-        if declared == "string":
+        if declared == "string" and empty_is_null:
             return pc.if_else(pc.equal(array, ""), pa.scalar(None, pa.string()), array)
         return array
     if not pa.types.is_struct(array.type):
@@ -85,7 +86,7 @@ def conform(array: pa.Array, declared: Type) -> pa.Array | None:
         return None  # a field the schema lacks, with values: the record reader reports it
     children = []
     for name, kind in declared.items():
-        child = conform(pc.struct_field(array, [name]), kind)
+        child = conform(pc.struct_field(array, [name]), kind, empty_is_null)
         if child is None:
             return None
         children.append(child)
@@ -114,7 +115,7 @@ def envelope_fields(order_by: str, row: pa.DataType) -> dict[str, pa.DataType]:
 
 
 def changes(
-    table: pa.Table, schema: dict[str, Type], order_by: str
+    table: pa.Table, schema: dict[str, Type], order_by: str, empty_is_null: bool = True
 ) -> tuple[pa.Array, pa.Array, pa.Array | None] | None:
     """``(op, row, order)`` of parsed Debezium envelopes (the order None when ordered by offset);
     None when any is not a relational change the record reader reads without a reason."""
@@ -124,7 +125,8 @@ def changes(
     op = table.column("op").combine_chunks()
     if op.null_count or not pc.all(pc.is_in(op, pa.array(debezium.OPS))).as_py():
         return None
-    before, after = conform(table.column("before"), schema), conform(table.column("after"), schema)
+    before = conform(table.column("before"), schema, empty_is_null)
+    after = conform(table.column("after"), schema, empty_is_null)
     if before is None or after is None:
         return None
     row = pc.if_else(pc.equal(op, "d"), before, after)
@@ -169,13 +171,14 @@ def read(batch: pa.RecordBatch, spec: ReadSpec) -> Columns | None:
         return None
     op = order = None
     if spec.format == "debezium-json":
-        read = changes(table, schema, spec.order_by)
+        read = changes(table, schema, spec.order_by, not spec.keep_empty_strings)
         if read is None:
             return None
         op, row, order = read
     else:
         columns = [column.combine_chunks() for column in table.columns]
-        row = conform(pa.StructArray.from_arrays(columns, table.column_names), schema)
+        struct = pa.StructArray.from_arrays(columns, table.column_names)
+        row = conform(struct, schema, not spec.keep_empty_strings)
         if row is None:
             return None
     leaves = [leaf(row, path) for _, path, _ in spec.leaves()]

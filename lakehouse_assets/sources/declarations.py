@@ -101,6 +101,12 @@ class SourceDeclaration(BaseModel):
     routing: Routing | None = Field(
         default=None, description="route-by-type: the document store, filters and locations."
     )
+    empty_strings: Literal["keep", "null"] | None = Field(
+        default=None,
+        description="'keep': an empty string is a value, apart from NULL; 'null': it is stored "
+        "as NULL. Default: keep for debezium-json, avro and the cdc modes (a copy of a database "
+        "table answers = '' and IS NULL as the database does); null for other json sources.",
+    )
 
     @field_validator("name")
     @classmethod
@@ -140,6 +146,13 @@ class SourceDeclaration(BaseModel):
     def separator(self) -> str:
         """Between a flattened column's parent and child names: ``__`` in routed tables."""
         return SEPARATOR if self.mode == ROUTE else "_"
+
+    @property
+    def keeps_empty_strings(self) -> bool:
+        """Whether an empty string stays one (``empty_strings``, else the format's default)."""
+        if self.empty_strings is not None:
+            return self.empty_strings == "keep"
+        return self.format != "json" or self.mode in CDC_MODES
 
     @property
     def keyed(self) -> bool:

@@ -42,6 +42,7 @@ class ReadSpec:
     avsc: str | None = None  # the Avro schema, JSON
     avro_framing: str = "confluent"
     separator: str = "_"  # between a flattened column's parent and child names
+    keep_empty_strings: bool = False  # False: an empty string is stored as NULL
 
     def leaves(self) -> list[tuple[str, tuple[str, ...], Type]]:
         return list(types.leaves(self.schema, self.flatten, self.separator))
@@ -112,7 +113,7 @@ class Reader:
                 out[DELETED] = False
             if not isinstance(row, dict):
                 raise ValueError("malformed json")
-            converted = convert(row, spec.schema, (), issues)
+            converted = convert(row, spec.schema, (), issues, not spec.keep_empty_strings)
             for column, path, _ in self.leaves:
                 if len(path) == 1:
                     out[column] = converted.get(column)

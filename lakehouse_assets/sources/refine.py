@@ -98,6 +98,7 @@ def read_spec(source: SourceDeclaration, schema: Schema) -> ReadSpec:
         schema=schema, flatten=source.flatten, format=source.format, mode=source.mode,
         keys=source.keys if source.mode in CDC_MODES else (), order_by=source.order_by,
         avsc=avsc, avro_framing=source.avro_framing, separator=source.separator,
+        keep_empty_strings=source.keeps_empty_strings,
     )  # fmt: skip
 
 

@@ -66,13 +66,16 @@ def describe(value: Type | None) -> str:
     return f"array<{describe(value[0]) if value else 'unknown'}>"
 
 
-def convert(value: Any, declared: Type, path: tuple[str, ...], issues: list) -> Any:
-    """``value`` as a column of type ``declared`` holds it.
+def convert(
+    value: Any, declared: Type, path: tuple[str, ...], issues: list, empty_is_null: bool = True
+) -> Any:
+    """``value`` as a column of type ``declared`` holds it; an empty string as NULL when
+    ``empty_is_null``, else as a value (a string field's; it fits no other type).
 
     Raises:
         Misfit: it does not fit (the caller quarantines the record).
     """
-    if value is None or value == "":  # empty strings are nulls
+    if value is None or (empty_is_null and value == ""):
         return None
     if isinstance(declared, dict):
         if not isinstance(value, dict):
@@ -83,12 +86,12 @@ def convert(value: Any, declared: Type, path: tuple[str, ...], issues: list) -> 
             if kind is None:
                 if item is not None:
                     issues.append(((*path, name), observed(item)))  # a new field
-            elif item is None or item == "":
+            elif item is None or (empty_is_null and item == ""):
                 out[name] = None
             elif kind == "string" and type(item) is str:  # the common case, first
                 out[name] = item
             else:
-                out[name] = convert(item, kind, (*path, name), issues)
+                out[name] = convert(item, kind, (*path, name), issues, empty_is_null)
         return out
     if isinstance(declared, list):
         if not isinstance(value, list):
@@ -99,7 +102,7 @@ def convert(value: Any, declared: Type, path: tuple[str, ...], issues: list) -> 
             return value
         inner: list = []
         try:
-            items = [convert(item, declared[0], path, inner) for item in value]
+            items = [convert(item, declared[0], path, inner, empty_is_null) for item in value]
         except Misfit:
             raise Misfit(path, declared, observed(value)) from None
         if inner:  # new fields in the elements: the array's type grows as a whole

@@ -62,6 +62,13 @@ def test_a_clean_batch_is_read_in_columns_as_the_specification_types_it() -> Non
     ]
 
 
+def test_kept_empty_strings_are_read_in_columns_as_values() -> None:
+    records = batch([{"id": 1, "who": {"name": ""}}, {"id": 2, "who": {"name": None}}])
+    kept = spec(keep_empty_strings=True)
+    assert columnar.read(records, kept) is not None
+    assert [r["who_name"] for r in rows(next(read_batches(iter([records]), kept)))] == ["", None]
+
+
 def test_objects_stay_objects_without_flattening() -> None:
     records = batch([{"id": 1, "who": {"name": ""}}, {"id": 2}])
     read = rows(next(read_batches(iter([records]), spec(flatten=False))))

@@ -188,3 +188,83 @@ def test_mongodb_documents_patches_and_filter_deletes(
     ]
     schema = json.loads(Path(lake.path(SILVER, "_schemas", "accounts.json")).read_text())
     assert schema == {"_id": "string", "name": "string", "visits": "long"}
+
+
+CONTACTS = "shop.public.contacts"
+TAGS = "tags"
+
+
+def contact(op: str, key: int, lsn: int, email: str | None = None) -> Message:
+    """A Debezium change of the row ``(key, email)`` at ``lsn`` (a delete carries the key only)."""
+    row = {"id": key} if op == "d" else {"id": key, "email": email}
+    payload = {"before": row if op == "d" else None, "after": None if op == "d" else row,
+               "source": {"lsn": lsn}, "op": op}  # fmt: skip
+    return Message(CONTACTS, json.dumps({"id": key}), json.dumps(payload))
+
+
+def tag(key: str, label: str | None, deleted: bool = False) -> Message:
+    return Message(TAGS, key, None if deleted else json.dumps({"label": label}))
+
+
+def test_empty_strings_stay_apart_from_null_and_a_delete_of_a_key_never_seen_passes(
+    tmp_path: Path, broker: EmbeddedBroker, resources: dict[str, Any], spark: SparkSession
+) -> None:
+    """Issue 31, 1: a CDC copy keeps '' apart from NULL (a json source stores '' as NULL unless
+    declared ``empty_strings: keep``). Issue 31, 2: a delete of a key never seen, beside an
+    insert, neither fails nor stops the source (SCD1, SCD2 and latest-per-key)."""
+    for topic in (CONTACTS, TAGS):
+        resources["kafka"].create_topic(topic, partitions=1)
+    texts = {
+        "contacts": f"topic: {CONTACTS}\nformat: debezium-json\nmode: cdc-scd1\nkeys: [id]\n"
+        "order_by: source.lsn\n",
+        "contact_history": f"topic: {CONTACTS}\nformat: debezium-json\nmode: cdc-scd2\n"
+        "keys: [id]\norder_by: source.lsn\n",
+        "tags": f"topic: {TAGS}\nmode: latest-per-key\n",
+        "kept_tags": f"topic: {TAGS}\nmode: latest-per-key\nempty_strings: keep\n",
+    }
+    assets = []
+    for name, text in texts.items():
+        (tmp_path / f"{name}.yaml").write_text(text)
+        assets += source_assets(load_declaration(tmp_path / f"{name}.yaml"))
+    lake: LakeResource = resources["lake"]
+
+    produce(broker.bootstrap_servers, [
+        contact("c", 1, 10, ""), contact("c", 2, 11, None), contact("c", 3, 12, "a@x"),
+        tag("a", ""), tag("b", None), tag("c", "red"),
+    ])  # fmt: skip
+    dg.materialize(assets, resources=resources)
+    assert table(spark, lake, "contacts", "id", "email") == [(1, ""), (2, None), (3, "a@x")]
+    assert table(spark, lake, "contact_history", "id", "email", "is_current") == [
+        (1, "", True), (2, None, True), (3, "a@x", True),
+    ]  # fmt: skip
+    assert table(spark, lake, "tags", "_kafka_key", "label") == [
+        ("a", None), ("b", None), ("c", "red"),
+    ]  # fmt: skip
+    assert table(spark, lake, "kept_tags", "_kafka_key", "label") == [
+        ("a", ""), ("b", None), ("c", "red"),
+    ]  # fmt: skip
+
+    produce(broker.bootstrap_servers, [
+        contact("d", 7, 20),  # a key never seen
+        contact("c", 4, 30, ""),
+        contact("u", 2, 40, ""),  # NULL to '': a change
+        tag("z", None, deleted=True),  # a tombstone of a key never seen
+        tag("d", "blue"),
+    ])  # fmt: skip
+    result = dg.materialize(assets, resources=resources)
+    assert result.success
+    assert table(spark, lake, "contacts", "id", "email") == [
+        (1, ""), (2, ""), (3, "a@x"), (4, ""),
+    ]  # fmt: skip
+    assert table(spark, lake, "contacts_deletes", "id", "_sequence") == [(7, 20)]
+    history = table(spark, lake, "contact_history", "id", "valid_from", "valid_to", "email")
+    assert history == [
+        (1, 10, None, ""), (2, 11, 40, None), (2, 40, None, ""), (3, 12, None, "a@x"),
+        (4, 30, None, ""),
+    ]  # fmt: skip
+    assert table(spark, lake, "tags", "_kafka_key", "label") == [
+        ("a", None), ("b", None), ("c", "red"), ("d", "blue"),
+    ]  # fmt: skip
+    assert table(spark, lake, "kept_tags", "_kafka_key", "label") == [
+        ("a", ""), ("b", None), ("c", "red"), ("d", "blue"),
+    ]  # fmt: skip

@@ -41,6 +41,14 @@ def test_a_record_that_fits_is_typed_and_flattened() -> None:
     }  # fmt: skip
 
 
+def test_kept_empty_strings_are_values_and_fit_only_strings() -> None:
+    kept = {"keep_empty_strings": True}
+    got = read({"id": 1, "who": {"name": ""}, "tags": ["", "b"]}, **kept)
+    assert (got["who_name"], got["tags"], got["reason"]) == ("", ["", "b"], None)
+    assert read({"id": ""}, **kept)["reason"] == "incompatible id: expected long, got string"
+    assert read({"id": ""})["id"] is None  # the default: an empty string is a null
+
+
 @pytest.mark.parametrize(
     ("value", "reason", "issues"),
     [
