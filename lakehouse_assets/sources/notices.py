@@ -152,16 +152,50 @@ def deletes(planned: DataFrame) -> DataFrame:
     return removed.unionByName(moved)
 
 
-def locations(records: DataFrame) -> DataFrame:
-    """The newest record of each location (by offset): ``location_id``, ``location_type``,
-    ``parent_location_id``, ``user_ids``; malformed records and tombstones are left out."""
-    parsed = records.select(
-        F.from_json(F.col("value").cast("string"), LOCATION).alias("location"), OFFSET
-    ).select("location.*", OFFSET)
-    valid = parsed.where(F.col("location_id").isNotNull())
+def locations(records: DataFrame, levels: Sequence[str]) -> DataFrame:
+    """Bronze location records read: ``location_id``, ``location_type``,
+    ``parent_location_id``, ``user_ids``, the Kafka columns, ``value`` and ``reason`` (null when
+    the record is valid: a JSON object of the four fields alone, with a ``location_id`` and a
+    ``location_type`` among ``levels``). Tombstones are left out."""
+    text = F.col("value").cast("string")
+    known = [field.name for field in LOCATION.fields]
+    keys = F.json_object_keys(text)
+    unknown = F.array_except(keys, F.array(*[F.lit(name) for name in known]))
+    location = F.from_json(text, LOCATION)
+    kind = location["location_type"]
+    reason = (
+        F.when(keys.isNull(), "malformed json")
+        .when(
+            F.size(unknown) > 0,
+            F.concat(
+                F.lit("unknown field "),
+                F.array_join(unknown, ", "),
+                F.lit(f" (a location has {', '.join(known)})"),
+            ),
+        )
+        .when(F.coalesce(location["location_id"], F.lit("")) == "", "missing location_id")
+        .when(
+            kind.isNull() | ~kind.isin(*levels),
+            F.concat(
+                F.lit("location_type "),
+                F.coalesce(kind, F.lit("null")),
+                F.lit(f" is not one of {list(levels)}"),
+            ),
+        )
+    )
+    return (
+        records.where(F.col("value").isNotNull())
+        .select(location.alias("location"), *KAFKA, "value", reason.alias("reason"))
+        .select("location.*", *KAFKA, "value", "reason")
+    )
+
+
+def newest_locations(read: DataFrame) -> DataFrame:
+    """The newest valid record of each location (by offset) among ``locations``' rows."""
+    valid = read.where(F.col("reason").isNull())
     order = Window.partitionBy("location_id").orderBy(F.desc(OFFSET))
     latest = valid.withColumn("_rank", F.row_number().over(order)).where("_rank = 1")
-    return latest.drop("_rank", OFFSET)
+    return latest.select(*[field.name for field in LOCATION.fields])
 
 
 def user_ancestors(hierarchy: DataFrame, levels: Sequence[str]) -> DataFrame:

@@ -83,12 +83,24 @@ class Routed:
 
 def update_locations(
     lake: LakeResource, source: SourceDeclaration, records: DataFrame, markers: Markers
-) -> None:
-    """Merge the newest record of each location among ``records`` into the hierarchy."""
+) -> int:
+    """Merge the newest valid record of each location among ``records`` into the hierarchy;
+    the invalid ones go to the source's quarantine with their reason. Returns how many."""
+    hierarchy = routing_of(source).locations
+    if hierarchy is None:
+        raise ValueError(f"{source.name} declares no location hierarchy")
+    read = notices.locations(records, hierarchy.levels).localCheckpoint(eager=True)
+    rejected = 0
+    if not lake.holds(SILVER, quarantine_table(source), markers):
+        rejects = kafka_quarantine(read).localCheckpoint(eager=True)
+        rejected = rejects.count()
+        if rejected:
+            lake.append(SILVER, quarantine_table(source), rejects, markers=markers)
     table = locations_table(source)
     if not lake.holds(SILVER, table, markers):
-        latest = notices.locations(records).localCheckpoint()
+        latest = notices.newest_locations(read).localCheckpoint()
         lake.merge(SILVER, table, latest, ["location_id"], markers=markers)
+    return rejected
 
 
 def route(

@@ -116,10 +116,18 @@ def router_asset(source: SourceDeclaration) -> dg.AssetsDefinition:
         session = spark.get_session()
         url = documents.checked_url(sorted({d.table for d in routing.documents.values()}))
         if routing.locations is not None:
-            _refresh_locations(lake, session, source)
+            rejected = _refresh_locations(lake, session, source)
+            if rejected:
+                context.log.warning(
+                    f"{rejected} location records quarantined in "
+                    f"silver.{quarantine_table(source)}: see their reasons there"
+                )
             yield dg.MaterializeResult(
                 asset_key=asset_key(SILVER, locations_table(source)),
-                metadata=table_metadata(lake, SILVER, locations_table(source)),
+                metadata={
+                    **table_metadata(lake, SILVER, locations_table(source)),
+                    "records_rejected": rejected,
+                },
             )
         app_id = consumer_app_id(index_table(source), (BRONZE, source.name))
         consumed = lake.committed_version(SILVER, index_table(source), app_id)
@@ -148,15 +156,17 @@ def router_asset(source: SourceDeclaration) -> dg.AssetsDefinition:
     return _asset
 
 
-def _refresh_locations(lake: LakeResource, spark: SparkSession, source: SourceDeclaration) -> None:
-    """Bring the location hierarchy up to date with its bronze stream."""
+def _refresh_locations(lake: LakeResource, spark: SparkSession, source: SourceDeclaration) -> int:
+    """Bring the location hierarchy up to date with its bronze stream; returns the location
+    records quarantined."""
     upstream = (BRONZE, locations_table(source))
     app_id = consumer_app_id(locations_table(source), upstream)
     if lake.exists(*upstream):
         consumed = lake.committed_version(SILVER, locations_table(source), app_id)
         records, version = lake.changes_since(spark, *upstream, consumed)
         if version != consumed:
-            update_locations(lake, source, records, {app_id: version})
+            return update_locations(lake, source, records, {app_id: version})
+    return 0
 
 
 def _routed_materializations(

@@ -159,6 +159,11 @@ def test_notices_are_routed_to_a_table_per_type_enriched_merged_and_deleted(
         {"location_id": "SV1", "location_type": "supervisor", "parent_location_id": "P1"},
         {"location_id": "F1", "location_type": "flwc", "parent_location_id": "SV1",
          "user_ids": ["u1"]},
+        # Bad location records (issue 31, 4): each is quarantined with its reason.
+        {"location_id": "X1", "location_type": "district", "parent_id": "S1"},
+        {"location_id": "X2", "location_type": "county", "parent_location_id": "S1"},
+        {"location_type": "state"},
+        "[1]",
     ])  # fmt: skip
     case = {"indices": [], "closed": False}
     save(url, tables["CommCareCase"], [
@@ -222,8 +227,18 @@ def test_notices_are_routed_to_a_table_per_type_enriched_merged_and_deleted(
     ]  # fmt: skip
     layout = DeltaTable(lake.table_uri(SILVER, "demo_case_sql_pregnancy")).metadata()
     assert layout.partition_columns == ["month", "supervisor_id"]
-    quarantined = lake.read(spark, SILVER, "commcare_quarantine").collect()
-    assert [(row.raw_text, row.reason) for row in quarantined] == [("{not json", "malformed json")]
+    quarantined = lake.read(spark, SILVER, "commcare_quarantine").orderBy("offset").collect()
+    levels = "['state', 'district', 'project', 'supervisor', 'flwc']"
+    assert [(row.source, row.offset, row.reason) for row in quarantined] == [
+        ("location", 5, "unknown field parent_id (a location has location_id, location_type, "
+                        "parent_location_id, user_ids)"),
+        ("location", 6, f"location_type county is not one of {levels}"),
+        ("location", 7, "missing location_id"),
+        ("location", 8, "malformed json"),
+        ("case-sql", 9, "malformed json"),
+    ]  # fmt: skip
+    hierarchy = lake.read(spark, SILVER, "commcare_locations").select("location_id").collect()
+    assert sorted(row.location_id for row in hierarchy) == ["D1", "F1", "P1", "S1", "SV1"]
 
     # A hard delete (no subtype) and a soft delete in one batch; a fourth type, first seen now.
     save(url, tables["CommCareCase"], [
@@ -271,7 +286,8 @@ def test_notices_are_routed_to_a_table_per_type_enriched_merged_and_deleted(
     assert table_rows(spark, lake, "demo_case_sql_household", ["_id", "properties__members"]) == [
         {"_id": "h1", "properties__members": 3.0}, {"_id": "h2", "properties__members": 3.5}
     ]  # fmt: skip
-    reasons = [r.reason for r in lake.read(spark, SILVER, "commcare_quarantine").collect()]
+    quarantine = lake.read(spark, SILVER, "commcare_quarantine").where("source != 'location'")
+    reasons = [r.reason for r in quarantine.collect()]
     assert sorted(reasons) == [
         "incompatible properties.members: expected double, got string", "malformed json"
     ]  # fmt: skip
