@@ -54,15 +54,25 @@ class Refined:
     schema_inferred: bool = False
     added: list[str] = field(default_factory=list)
     widened: list[str] = field(default_factory=list)
+    waiting: bool = False  # no key seen yet: the batch is read again with the next (``_waits``)
 
     def metadata(self) -> dict[str, Any]:
         return {
             "records_read": self.read,
+            "waiting_for_keys": self.waiting,
             "rows_written": self.rows,
             "schema_inferred": self.schema_inferred,
             "columns_added": ", ".join(self.added) or "-",
             "columns_widened": ", ".join(self.widened) or "-",
         }
+
+
+def _waits(source: SourceDeclaration, columns: Sequence[str]) -> bool:
+    """Whether the batch waits, written nowhere, to be read again with the next one: a CDC
+    source's batch before any valid record has shown its schema the key columns (the batch
+    then holds no valid row: no record, only rejects). Its rejects reach the quarantine with
+    the first batch that has the keys, once."""
+    return source.mode in CDC_MODES and not set(source.keys) <= set(columns)
 
 
 def schema_path(source: SourceDeclaration) -> tuple[str, ...]:
@@ -135,9 +145,12 @@ def refine(
     done.read = typed.count()  # checkpointed: no second read
     if done.widened and not rebuild and lake.exists(SILVER, source.name):
         writes.widen_table(lake, spark, source, schema)
+    columns = [column for column, _, _ in types.leaves(schema, source.flatten, source.separator)]
+    if _waits(source, columns):
+        done.waiting = True
+        return done
     done.rejected = _quarantine(lake, source, typed, markers, rebuild)
     valid = typed.where(F.col(REASON).isNull() & ~F.col(SKIPPED))
-    columns = [column for column, _, _ in types.leaves(schema, source.flatten, source.separator)]
     keep = [DELETED, *([OP, SEQUENCE] if source.mode in CDC_MODES else [])]
     rows = transforms.refined(valid, columns, source.partition_columns, keep)
     if rebuild:
