@@ -55,7 +55,7 @@ import pyarrow as pa  # noqa: E402
 import pyarrow.compute as pc  # noqa: E402
 from deltalake import DeltaTable, write_deltalake  # noqa: E402
 
-from lakehouse_assets.cli import step_seconds  # noqa: E402
+from lakehouse_assets.demo import step_seconds  # noqa: E402
 from lakehouse_assets.devtools.broker import EmbeddedBroker  # noqa: E402
 from lakehouse_assets.devtools.spark_server import SparkConnectServer  # noqa: E402
 from lakehouse_assets.profiling.store import ENV_PROFILE, profile_mode  # noqa: E402

@@ -42,7 +42,7 @@ if str(REPO_ROOT) not in sys.path:
 import dagster as dg  # noqa: E402
 import psycopg2  # noqa: E402
 
-from lakehouse_assets.cli import step_seconds  # noqa: E402
+from lakehouse_assets.demo import step_seconds  # noqa: E402
 from lakehouse_assets.devtools.broker import EmbeddedBroker  # noqa: E402
 from lakehouse_assets.devtools.postgres import PostgresServer  # noqa: E402
 from lakehouse_assets.devtools.spark_server import SparkConnectServer  # noqa: E402

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from lakehouse_assets import sample_data
-from lakehouse_assets.cli import DEMO_MARKER, prepare_demo_lake
 from lakehouse_assets.constants import BRONZE, GYM_SUMMARY, KAFKA_TOPICS, WORKOUT_BPM_SUMMARY
+from lakehouse_assets.demo import DEMO_MARKER, prepare_demo_lake
 from lakehouse_assets.devtools.broker import EmbeddedBroker
 from lakehouse_assets_tests.test_end_to_end import AS_OF, assert_reports_match, gold_rows
 from resources import ENV_KAFKA_BOOTSTRAP_SERVERS as ENV_KAFKA

@@ -16,7 +16,6 @@ from deltalake import DeltaTable
 from pyspark.sql import SparkSession
 
 from lakehouse_assets import sample_data
-from lakehouse_assets.cli import materialize_graph
 from lakehouse_assets.constants import (
     COMPLETED_WORKOUTS,
     GOLD,
@@ -28,6 +27,7 @@ from lakehouse_assets.constants import (
 )
 from lakehouse_assets.constants import WORKOUT_BPM_SUMMARY as BPM_SUMMARY
 from lakehouse_assets.definitions import all_assets, defs
+from lakehouse_assets.demo import materialize_graph
 from lakehouse_assets.devtools.broker import EmbeddedBroker
 from lakehouse_assets.silver.parsed import PARSED_TABLES
 from lakehouse_assets.table_metadata import DESCRIPTIONS

@@ -12,7 +12,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Self
@@ -170,3 +170,23 @@ class LocalService:
     ) -> None:
         self._keep_log = self._keep_log or exc is not None
         self.stop()
+
+
+@contextlib.contextmanager
+def local_service(variable: str, service: Callable[[], LocalService]) -> Iterator[str]:
+    """The address in the environment variable ``variable`` when it is set; otherwise a local
+    ``service`` for the duration of the block, its address exported in ``variable`` (so the
+    resources and the processes the block starts use it)."""
+    configured = os.environ.get(variable)
+    if configured:
+        yield configured
+        return
+    starting = service()
+    print(f"Starting the {starting.name}...", flush=True)
+    with starting as running:
+        os.environ[variable] = running.address
+        print(f"The {running.name} is listening on {running.address}", flush=True)
+        try:
+            yield running.address
+        finally:
+            del os.environ[variable]

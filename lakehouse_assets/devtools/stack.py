@@ -183,7 +183,7 @@ class Stack:
     def _prepare_home(self, new_broker: bool) -> None:
         """The instance file and the lake's location; with a new embedded broker, an empty
         start."""
-        from lakehouse_assets.cli import prepare_demo_lake
+        from lakehouse_assets.demo import prepare_demo_lake
 
         lake = Path(self.env.get(ENV_LAKEHOUSE_ROOT) or self.home / "lake").resolve()
         if new_broker:

@@ -90,12 +90,7 @@ def update_locations(
     if hierarchy is None:
         raise ValueError(f"{source.name} declares no location hierarchy")
     read = notices.locations(records, hierarchy.levels).localCheckpoint(eager=True)
-    rejected = 0
-    if not lake.holds(SILVER, quarantine_table(source), markers):
-        rejects = kafka_quarantine(read).localCheckpoint(eager=True)
-        rejected = rejects.count()
-        if rejected:
-            lake.append(SILVER, quarantine_table(source), rejects, markers=markers)
+    rejected = _quarantine(lake, source, [kafka_quarantine(read)], markers)
     table = locations_table(source)
     if not lake.holds(SILVER, table, markers):
         latest = notices.newest_locations(read).localCheckpoint()

@@ -1,0 +1,166 @@
+"""`lakehouse demo`: sample data through the whole asset graph on the embedded defaults (its own
+broker and Spark Connect server unless the environment names them), then the row counts and
+both gold reports. ``materialize_graph`` runs the graph for tests and benchmarks too."""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import time
+from datetime import date
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lakehouse_assets.devtools.broker import EmbeddedBroker
+from lakehouse_assets.devtools.service import local_service
+from lakehouse_assets.devtools.spark_server import SparkConnectServer
+from resources import ENV_KAFKA_BOOTSTRAP_SERVERS, ENV_LAKEHOUSE_ROOT, ENV_SPARK_REMOTE
+
+if TYPE_CHECKING:
+    import dagster as dg
+
+NAME_WIDTH = 40  # of the table column in the printed row counts
+# Marks a lake filled from a demo's own embedded broker: safe to reset on the next demo.
+DEMO_MARKER = ".embedded-broker-demo"
+# The demo's lake when LAKEHOUSE_ROOT is unset: its own, apart from `lake`, which `make dev` and
+# `produce-sample` fill from `make broker`'s broker (another cluster than the demo's).
+DEMO_LAKE = "demo-lake"
+
+
+def prepare_demo_lake(root: Path, embedded: bool) -> None:
+    """Reset a lake left by an earlier demo on the embedded broker; never touch any other lake.
+
+    Each demo starts a new embedded broker (in a temporary folder), so the checkpoints of an
+    earlier embedded demo point at offsets the new broker does not have.
+    """
+    if not embedded:
+        return
+    if root.exists() and any(root.iterdir()):
+        if not (root / DEMO_MARKER).exists():
+            raise SystemExit(
+                f"The lake at {root} was not made by an embedded-broker demo, and its stream "
+                "checkpoints would not match the demo's new broker. Set LAKEHOUSE_ROOT to an "
+                "empty folder, or KAFKA_BOOTSTRAP_SERVERS to the Kafka this lake was filled from."
+            )
+        print(f"Resetting the demo lake at {root} (the demo's broker starts empty)")
+        shutil.rmtree(root)
+    root.mkdir(parents=True, exist_ok=True)
+    (root / DEMO_MARKER).write_text("made by `lakehouse demo` on the embedded broker\n")
+
+
+def demo(users: int, days: int) -> None:
+    """Sample data through the whole asset graph; prints row counts and both gold reports."""
+    from lakehouse_assets import sample_data
+    from resources import build_resources
+
+    root = Path(os.environ.setdefault(ENV_LAKEHOUSE_ROOT, DEMO_LAKE))
+    prepare_demo_lake(root, embedded=ENV_KAFKA_BOOTSTRAP_SERVERS not in os.environ)
+    with (
+        local_service(ENV_KAFKA_BOOTSTRAP_SERVERS, EmbeddedBroker) as bootstrap_servers,
+        # The full JIT: the server works through the whole graph (minutes), see quick_jit.
+        local_service(
+            ENV_SPARK_REMOTE,
+            functools.partial(SparkConnectServer, quick_start=True, quick_jit=False),
+        ),
+    ):
+        sample = sample_data.generate(users, days)
+        sample_data.write_landing(root, sample.files)
+        counts = sample_data.produce(bootstrap_servers, sample.messages)
+        print(f"Sample data: {counts} Kafka records, {len(sample.files)} landing files")
+        started = time.monotonic()
+        resources = build_resources()  # after the embedded broker set KAFKA_BOOTSTRAP_SERVERS
+        results = materialize_graph(resources)
+        print(f"Materialized the asset graph in {time.monotonic() - started:.1f} s")
+        for result in results:
+            print_row_counts(result)
+        if not all(result.success for result in results):
+            raise SystemExit("A run failed; see the log above.")
+        print_gold_reports(resources)
+        resources["spark"].get_session().stop()  # releases the session while the server runs
+
+
+def materialize_graph(
+    resources: dict[str, Any],
+    days: tuple[date, date] | None = None,
+    instance: dg.DagsterInstance | None = None,
+) -> list[dg.ExecuteInProcessResult]:
+    """Bronze and silver in one run, then gold for ``days`` (first, last; by default every day
+    silver holds) in one run."""
+    import dagster as dg
+
+    from lakehouse_assets.constants import BRONZE, GOLD, SILVER
+    from lakehouse_assets.definitions import all_assets
+
+    instance = instance or dg.DagsterInstance.ephemeral()
+    logging = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+    run = functools.partial(
+        dg.materialize, all_assets, instance=instance, resources=resources, run_config=logging
+    )
+    results = [run(selection=dg.AssetSelection.groups(BRONZE, SILVER))]
+    days = days or silver_days(resources)
+    if days:
+        tags = {
+            "dagster/asset_partition_range_start": days[0].isoformat(),
+            "dagster/asset_partition_range_end": days[1].isoformat(),
+        }
+        results.append(run(selection=dg.AssetSelection.groups(GOLD), tags=tags))
+    return results
+
+
+def silver_days(resources: dict[str, Any]) -> tuple[date, date] | None:
+    """The first and last day of the workouts and gym visits silver holds."""
+    from pyspark.sql import functions as F
+
+    from lakehouse_assets.constants import COMPLETED_WORKOUTS, GYM_LOGS, SILVER
+
+    spark, lake = resources["spark"].get_session(), resources["lake"]
+    days = (
+        lake.read(spark, SILVER, COMPLETED_WORKOUTS)
+        .select(F.to_date("start_time").alias("day"))
+        .unionByName(lake.read(spark, SILVER, GYM_LOGS).select(F.to_date("login").alias("day")))
+        .agg(F.min("day"), F.max("day"))
+        .first()
+    )
+    return (days[0], days[1]) if days and days[0] else None
+
+
+def print_gold_reports(resources: dict[str, Any]) -> None:
+    """Print both gold tables."""
+    from lakehouse_assets.constants import GOLD, GYM_SUMMARY, WORKOUT_BPM_SUMMARY
+
+    spark, lake = resources["spark"].get_session(), resources["lake"]
+    for table, order in ((WORKOUT_BPM_SUMMARY, ["date", "user_id", "workout_id", "session_id"]),
+                         (GYM_SUMMARY, ["date", "gym", "mac_address"])):  # fmt: skip
+        report = lake.read(spark, GOLD, table).orderBy(*order)
+        print(f"\n{GOLD}.{table} ({report.count()} rows)")
+        report.show(report.count(), truncate=False)
+
+
+def print_row_counts(result: dg.ExecuteInProcessResult) -> None:
+    """Print ``layer.table  rows  seconds`` for each table a run materialized: its latest row
+    count and the wall time of the step that wrote it."""
+    seconds = step_seconds(result)
+    latest = {e.asset_key: e for e in _materializations(result) if e.asset_key}
+    print(f"{'table':<{NAME_WIDTH}}{'rows':>12}{'seconds':>10}")
+    for key in sorted(latest, key=lambda k: k.to_user_string()):
+        event = latest[key]
+        rows = event.materialization.metadata.get("dagster/row_count")
+        took = seconds.get(event.step_key or "")
+        print(
+            f"{'.'.join(key.path):<{NAME_WIDTH}}{rows.value if rows else '-':>12}"
+            f"{'-' if took is None else f'{took:.1f}':>10}"
+        )
+
+
+def step_seconds(result: dg.ExecuteInProcessResult) -> dict[str, float]:
+    """The wall time of each step of a run that succeeded, by step key."""
+    return {
+        event.step_key: event.step_success_data.duration_ms / 1000
+        for event in result.get_step_success_events()
+        if event.step_key
+    }
+
+
+def _materializations(result: dg.ExecuteInProcessResult) -> list[dg.DagsterEvent]:
+    return [e for e in result.get_asset_materialization_events() if e.materialization]
