@@ -1,19 +1,24 @@
 """The main job once on a Spark standalone cluster (a master and two workers started from the
-pyspark wheel, a Connect server whose executors run on them): gold equals the oracle's."""
+pyspark wheel, a Connect server whose executors run on them): `lakehouse demo` on its embedded
+broker prints every bronze table's rows and both gold reports, and gold equals the oracle's.
+(Without SPARK_REMOTE the demo starts its own Connect server exactly as the test session starts
+its shared one: conftest.py.)"""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 from urllib.request import urlopen
 
 import pytest
 
 from lakehouse_assets import sample_data
-from lakehouse_assets.constants import GYM_SUMMARY, WORKOUT_BPM_SUMMARY
+from lakehouse_assets.constants import BRONZE, GYM_SUMMARY, KAFKA_TOPICS, WORKOUT_BPM_SUMMARY
 from lakehouse_assets.devtools.spark_server import SparkConnectServer
 from lakehouse_assets.devtools.standalone import standalone_cluster
 from lakehouse_assets_tests.test_end_to_end import AS_OF, assert_reports_match, gold_rows
@@ -44,6 +49,11 @@ def test_the_demo_on_a_standalone_cluster_reaches_the_oracles_gold(tmp_path: Pat
     assert sorted(worker["coresused"] for worker in status["workers"]) == [1, 1]
 
     batches = [sample_data.generate(USERS, DAYS)]
+    produced = Counter(m.topic for m in batches[0].messages)
+    for topic in KAFKA_TOPICS:
+        line = rf"^{BRONZE}\.{topic} +{produced[topic]} +\d+\.\d$"  # table, rows, seconds
+        assert re.search(line, done.stdout, re.MULTILINE), done.stdout[-3000:]
+    assert "gold.workout_bpm_summary (" in done.stdout and "gold.gym_summary (" in done.stdout
     assert_reports_match(
         gold_rows(lake, WORKOUT_BPM_SUMMARY), gold_rows(lake, GYM_SUMMARY), lake, batches
     )

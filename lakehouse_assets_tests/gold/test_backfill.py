@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
-import pytest
 from pyspark.sql import SparkSession
 
 from lakehouse_assets import sample_data
@@ -16,8 +15,6 @@ from lakehouse_assets.constants import BRONZE, GOLD, GYM_SUMMARY, SILVER, WORKOU
 from lakehouse_assets.definitions import all_assets
 from lakehouse_assets.devtools.broker import EmbeddedBroker
 from resources import CalendarResource
-
-pytestmark = pytest.mark.local_spark  # also on a local Spark application
 
 FIRST = date(2026, 11, 1)
 DAYS = [FIRST + timedelta(days=n) for n in range(3)]
