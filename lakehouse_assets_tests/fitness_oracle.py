@@ -16,7 +16,7 @@ import json
 import math
 import re
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from fractions import Fraction
@@ -231,18 +231,35 @@ def _timestamp(micros: int) -> datetime:
 
 
 def users(batches: Batches) -> list[Row]:
-    """Silver ``users``: per user id the registration with the latest timestamp."""
-    latest: dict[int, dict[str, Any]] = {}
+    """Silver ``users``: every registration, one per (user id, registration timestamp); of one
+    given twice, the later row wins."""
+    registrations: dict[tuple[int, int], dict[str, Any]] = {}
     for row in _accepted_rows(batches, "registered_users"):
-        known = latest.get(row["user_id"])
-        if known is None or _micros(row["registration_timestamp"]) >= _micros(
-            known["registration_timestamp"]
-        ):
-            latest[row["user_id"]] = row
+        registrations[(row["user_id"], _micros(row["registration_timestamp"]))] = row
     return [
-        {**row, "registration_timestamp": _timestamp(_micros(row["registration_timestamp"]))}
-        for _, row in sorted(latest.items())
+        {**row, "registration_timestamp": _timestamp(micros)}
+        for (_, micros), row in sorted(registrations.items())
     ]
+
+
+def holder(batches: Batches, held: str) -> Callable[[Any, int], int | None]:
+    """Who held a device (``held`` = ``device_id``) or phone (``mac_address``) at a moment (in
+    microseconds): the user of its latest registration at or before then, unless that user
+    registered again after it and before then (ties on the timestamp: the higher user id)."""
+    registrations = sorted(
+        (_micros_of(r["registration_timestamp"]), r["user_id"], r[held]) for r in users(batches)
+    )
+
+    def at(value: Any, moment: int) -> int | None:
+        past = [(when, user, v) for when, user, v in registrations if when <= moment]
+        of_value = [(when, user) for when, user, v in past if v == value]
+        if not of_value:
+            return None
+        when, user = of_value[-1]
+        latest_of_user = max(w for w, u, _ in past if u == user)
+        return user if latest_of_user == when else None
+
+    return at
 
 
 def gym_logs(batches: Batches) -> list[Row]:
@@ -355,13 +372,15 @@ def user_bins(batches: Batches, as_of: date) -> list[Row]:
 
 def workout_bpm_summary(batches: Batches, as_of: date) -> list[Row]:
     """Gold ``workout_bpm_summary``: per completed workout with valid readings in its window."""
-    devices = {row["user_id"]: row["device_id"] for row in users(batches)}
+    owner = holder(batches, "device_id")
     bins = {row["user_id"]: row for row in user_bins(batches, as_of)}
-    readings = _valid_readings(batches)
+    readings_of: dict[int | None, list[tuple[int, float]]] = defaultdict(list)
+    for device_id, device_readings in _valid_readings(batches).items():
+        for time, heartrate in device_readings:  # each reading is its device's holder's then
+            readings_of[owner(device_id, time)].append((time, heartrate))
     rows = []
     for user_id, workout_id, session_id, start, end in _completed(batches):
-        device_readings = readings.get(devices.get(user_id, -1), [])
-        bpm = [heartrate for time, heartrate in device_readings if start < time <= end]
+        bpm = [heartrate for time, heartrate in readings_of[user_id] if start < time <= end]
         if not bpm:
             continue
         profile = bins.get(user_id, {})
@@ -389,23 +408,19 @@ def _minutes(micros: int) -> float:
 
 def gym_summary(batches: Batches) -> list[Row]:
     """Gold ``gym_summary``: per (gym, mac_address, date) minutes in the gym and exercising."""
-    user_ids_of: dict[str, list[int]] = defaultdict(list)
-    for row in users(batches):
-        user_ids_of[row["mac_address"]].append(row["user_id"])
-    workouts_of: dict[int, list[tuple[int, int, int, int, int]]] = defaultdict(list)
-    for workout in _completed(batches):
-        workouts_of[workout[0]].append(workout)
+    owner = holder(batches, "mac_address")
+    workouts = _completed(batches)
     visits: dict[tuple[str, str, date], list[tuple[int, int]]] = defaultdict(list)
     for log in gym_logs(batches):
         login, logout = _micros_of(log["login"]), _micros_of(log["logout"])
         visits[(log["gym"], log["mac_address"], log["login"].date())].append((login, logout))
     rows = []
     for (gym, mac, day), day_visits in visits.items():
-        candidates = [w for user_id in user_ids_of[mac] for w in workouts_of[user_id]]
         exercising = {  # each workout once, even when the visits overlap
             w[:3]: w[4] - w[3]
-            for w in candidates
+            for w in workouts
             if any(login <= w[3] <= logout for login, logout in day_visits)
+            and owner(mac, w[3]) == w[0]  # the mac was the workout's user's phone at its start
         }
         rows.append(
             {

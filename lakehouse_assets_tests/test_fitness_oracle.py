@@ -284,7 +284,7 @@ def test_user_bins_whole_years_lower_bound_inclusive() -> None:
 def test_workout_bpm_summary_uses_valid_readings_of_the_users_device_in_the_window() -> None:
     t = NOV1 + 23 * H + 30 * M  # 2026-11-01 23:30 UTC; the first workout ends after midnight
     registry = landing("registered_users", "r1.csv", "1,1001,aa:01,100", "2,1002,aa:02,100")
-    stale = landing("registered_users", "r2.csv", "2,2002,aa:02,50")  # older: ignored
+    stale = landing("registered_users", "r2.csv", "2,2002,aa:02,50")  # in force until 100 only
     profile = {"city": "Austin", "state": "TX", "zip": 73301}
     messages = [
         info(1, "new", 10, dob="03/15/2001", gender="female", address=profile),
@@ -303,7 +303,7 @@ def test_workout_bpm_summary_uses_valid_readings_of_the_users_device_in_the_wind
         action(2, 1, "start", t + 600, workout_id=20261101),  # user 2 has no profile
         action(2, 1, "stop", t + 900, workout_id=20261101),
         reading(1002, t + 700, 99.0),
-        reading(2002, t + 800, 180.0),  # the stale registration's device: not user 2's
+        reading(2002, t + 800, 180.0),  # the device user 2 had until 100: nobody's now
         action(3, 1, "start", t, workout_id=20261101),  # user 3 is not registered: no row
         action(3, 1, "stop", t + 1800, workout_id=20261101),
         reading(1003, t + 10, 130.0),
@@ -339,6 +339,67 @@ def test_workout_bpm_summary_uses_valid_readings_of_the_users_device_in_the_wind
             "num_recordings": 1,
         },
     ]
+
+
+def test_a_reading_and_a_visit_belong_to_whoever_had_the_device_or_phone_then() -> None:
+    t = NOV1 + 10 * H
+    registry = landing("registered_users", "r1.csv", "1,1001,aa:01,100", "2,1002,aa:02,100")
+    moves = landing(
+        "registered_users",
+        "r2.csv",
+        f"1,1011,aa:11,{t + 2000}",  # user 1 moves to a new watch and phone
+        f"2,1001,aa:02,{t + 5000}",  # user 2 takes user 1's old watch, keeps the phone
+    )
+    gym = landing(
+        "gym_logins",
+        "gym_logins-2026-11-01-1.csv",
+        f"aa:01,downtown,{t},{t + 3000}",
+        f"aa:11,uptown,{t + 1000},{t + 7000}",
+    )
+    messages = [
+        action(1, 1, "start", t),
+        action(1, 1, "stop", t + 1000),
+        reading(1001, t + 500, 90.0),  # user 1's watch then
+        reading(1011, t + 600, 200.0),  # not registered yet: nobody's
+        action(1, 2, "start", t + 1500),  # across the move at t + 2000
+        action(1, 2, "stop", t + 2500),
+        reading(1001, t + 1800, 100.0),  # before the move: user 1's
+        reading(1011, t + 2000, 120.0),  # at the registration: in force
+        reading(1001, t + 2200, 110.0),  # left by user 1, not taken yet: nobody's
+        reading(1011, t + 2400, 130.0),
+        action(2, 1, "start", t + 4500),  # across the hand-over at t + 5000
+        action(2, 1, "stop", t + 5500),
+        reading(1002, t + 4800, 70.0),  # user 2's until t + 5000
+        reading(1001, t + 4900, 150.0),  # nobody's until t + 5000
+        reading(1001, t + 5100, 80.0),  # user 2's from t + 5000
+        reading(1002, t + 5200, 75.0),  # left by user 2: nobody's
+        action(1, 3, "start", t + 5000),
+        action(1, 3, "stop", t + 6000),
+        reading(1001, t + 5300, 160.0),  # user 2's now (in user 2's workout), not user 1's
+        reading(1011, t + 5400, 140.0),
+    ]
+    batches = [batch(messages, [registry, moves, gym])]
+    summary = oracle.workout_bpm_summary(batches, date(2026, 11, 5))
+    nobody = {"age": None, "gender": None, "city": None, "state": None}
+    day = {"date": date(2026, 11, 1), "workout_id": 10, **nobody}
+    assert summary == [
+        {"user_id": 1, **day, "session_id": 1, "min_bpm": 90.0, "avg_bpm": 90.0,
+         "max_bpm": 90.0, "num_recordings": 1},
+        {"user_id": 1, **day, "session_id": 2, "min_bpm": 100.0, "avg_bpm": 350 / 3,
+         "max_bpm": 130.0, "num_recordings": 3},
+        {"user_id": 1, **day, "session_id": 3, "min_bpm": 140.0, "avg_bpm": 140.0,
+         "max_bpm": 140.0, "num_recordings": 1},
+        {"user_id": 2, **day, "session_id": 1, "min_bpm": 70.0, "avg_bpm": 310 / 3,
+         "max_bpm": 160.0, "num_recordings": 3},  # 70, 80 and 160 (t + 5300, user 2's then)
+    ]  # fmt: skip
+    # aa:01 was user 1's phone until t + 2000: sessions 1 and 2 started in its visit (1000 s
+    # each); aa:11 is user 1's from t + 2000: session 3 (1000 s), not session 2.
+    assert oracle.gym_summary(batches) == [
+        {"gym": "downtown", "mac_address": "aa:01", "date": date(2026, 11, 1),
+         "minutes_in_gym": 50.0, "minutes_exercising": 33.33},
+        {"gym": "uptown", "mac_address": "aa:11", "date": date(2026, 11, 1),
+         "minutes_in_gym": 100.0, "minutes_exercising": 16.67},
+    ]  # fmt: skip
 
 
 def test_gym_summary_sums_visits_and_counts_each_workout_once() -> None:

@@ -148,16 +148,17 @@ def changes(
     return inserted if with_change_type else inserted.drop(CHANGE_TYPE)
 
 
-def new_values(
+def changed_values(
     spark: SparkSession, uri: str, after_version: int | None, version: int, columns: Sequence[str]
 ) -> DataFrame:
-    """The distinct ``columns`` values that rows took after ``after_version`` and did not hold
-    before it (a row updated with the same ``columns`` values brings none)."""
+    """The distinct ``columns`` values that rows took or left after ``after_version``: held by
+    rows inserted or updated to them, or by rows updated away from them or deleted, and not on
+    both sides (a row updated with the same ``columns`` values brings none)."""
     rows = feed(spark, uri, after_version, version)
     kind = F.col(CHANGE_TYPE)
     after = rows.where(kind.isin(*INSERTED)).select(*columns)
-    before = rows.where(kind == "update_preimage").select(*columns)
-    return after.subtract(before)
+    before = rows.where(kind.isin("update_preimage", "delete")).select(*columns)
+    return after.subtract(before).unionByName(before.subtract(after))
 
 
 def _has_strings(kind: DataType) -> bool:

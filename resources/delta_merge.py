@@ -34,7 +34,7 @@ def merge(
     update_when: str | None = None,
     delete_flag: str | None = None,
     partition_by: Sequence[str] = (),
-    replace: tuple[str, Sequence[Any]] | None = None,
+    replace: str | None = None,
     within_partitions: bool = True,
 ) -> None:
     """Upsert ``source`` (a batch's changes) by ``keys``.
@@ -52,9 +52,9 @@ def merge(
         delete_flag: a boolean column of ``source``: rows where it is true delete their match
             (if it meets ``update_when``) and are never inserted. The column is not stored.
         partition_by: the table's partition columns (used when the merge creates it).
-        replace: ``(column, values)``: ``source`` holds every row the table should have where
-            ``column`` is one of ``values``; the table's other such rows are deleted (in every
-            partition).
+        replace: a SQL condition over ``target`` (see ``in_values``): ``source`` holds every row
+            the table should have where it holds; the table's other such rows are deleted (in
+            every partition).
 
     Raises:
         ValueError: the table exists with other partition columns (laid out by an older version).
@@ -93,7 +93,7 @@ def merge(
     if replace:
         # A target row outside the source's partitions is "not matched" too: the condition
         # keeps the deletes to the replaced rows.
-        clauses.append(f"WHEN NOT MATCHED BY SOURCE AND {_in_values(*replace)} THEN DELETE")
+        clauses.append(f"WHEN NOT MATCHED BY SOURCE AND ({replace}) THEN DELETE")
     view = f"merge_source_{uuid.uuid4().hex}"
     source.createOrReplaceTempView(view)
     statement = (
@@ -141,13 +141,14 @@ def _in_partitions(source: DataFrame, partition_by: Sequence[str]) -> list[str]:
     conditions = []
     for column in partition_by:
         values = {row[column] for row in present}
-        in_values = _in_values(column, [v for v in values if v is not None])
+        listed = in_values(column, [v for v in values if v is not None])
         nulls = f"target.{quoted(column)} IS NULL" if None in values else None
-        conditions.append(f"({in_values} OR {nulls})" if nulls else in_values)
+        conditions.append(f"({listed} OR {nulls})" if nulls else listed)
     return conditions
 
 
-def _in_values(column: str, values: Sequence[Any]) -> str:
-    """``target.column IN (values)`` in SQL (FALSE when there are none)."""
+def in_values(column: str, values: Sequence[Any]) -> str:
+    """``target.column IN (values)`` in SQL (FALSE when there are none): the condition of a
+    merge's target rows, e.g. of those ``replace`` deletes."""
     literals = ", ".join(literal(value) for value in values)
     return f"target.{quoted(column)} IN ({literals})" if literals else "FALSE"

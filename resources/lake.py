@@ -217,7 +217,7 @@ class LakeResource(dg.ConfigurableResource):
         uri = self.table_uri(layer, table)
         return delta.changes(spark, uri, after_version, version, with_change_type), version
 
-    def new_values(
+    def changed_values(
         self,
         spark: SparkSession,
         layer: str,
@@ -225,11 +225,11 @@ class LakeResource(dg.ConfigurableResource):
         after_version: int | None,
         columns: Sequence[str],
     ) -> tuple[DataFrame, int]:
-        """The ``columns`` values rows took after ``after_version`` and did not hold before, and
-        the table version they reach; see ``resources.delta.new_values``."""
+        """The ``columns`` values rows took or left after ``after_version``, and the table
+        version they reach; see ``resources.delta.changed_values``."""
         version = self.table(layer, table).version()
         uri = self.table_uri(layer, table)
-        return delta.new_values(spark, uri, after_version, version, columns), version
+        return delta.changed_values(spark, uri, after_version, version, columns), version
 
     def append(
         self,
@@ -283,7 +283,7 @@ class LakeResource(dg.ConfigurableResource):
         update_when: str | None = None,
         delete_flag: str | None = None,
         partition_by: Sequence[str] = (),
-        replace: tuple[str, Sequence[Any]] | None = None,
+        replace: str | None = None,
         within_partitions: bool = True,
     ) -> int:
         """Upsert ``source`` (a batch's changes) by ``keys``; see ``resources.delta_merge``.

@@ -6,8 +6,8 @@ and did not. Pure Spark; ``results.reconciliation_result`` makes a Dagster check
   record of the key; a key whose newest event is a delete is expected absent) or in the source's
   quarantine (its coordinates and bytes). Every bronze record is read by exactly one run (the
   runs' markers), so over the runs every bronze record is accounted for.
-- ``readings_in_workout_bpm`` (``workout_bpm``): every valid reading of a user's device inside a
-  completed workout of the user, computed afresh from all of ``completed_workouts``,
+- ``readings_in_workout_bpm`` (``workout_bpm``): every valid reading inside a completed workout,
+  of a device its user had registered then, computed afresh from all of ``completed_workouts``,
   ``heart_rate`` and ``users``, is in ``workout_bpm`` (which is maintained incrementally).
 """
 

@@ -76,7 +76,7 @@ def _bpm_plausible(column: str, only_valid: bool = False) -> Condition:
 
 
 RULES: dict[tuple[str, str], TableRules] = {
-    (SILVER, USERS): TableRules(keys=("user_id",)),
+    (SILVER, USERS): TableRules(keys=("user_id", "registration_timestamp")),
     (SILVER, GYM_LOGS): TableRules(
         keys=("mac_address", "gym", "login"),
         conditions={"logout_after_login": Condition("logout > login", "`logout` after `login`")},

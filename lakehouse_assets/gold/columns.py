@@ -58,6 +58,7 @@ LINEAGE: dict[str, dict[str, tuple[tuple[str, str, str], ...]]] = {
             (SILVER, GYM_LOGS, "login"),
             (SILVER, GYM_LOGS, "logout"),
             (SILVER, USERS, "mac_address"),
+            (SILVER, USERS, "registration_timestamp"),
         ),
     },
 }

@@ -6,7 +6,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from lakehouse_assets.constants import DATE
-from lakehouse_assets.silver.transforms import WORKOUT_KEYS
+from lakehouse_assets.silver.transforms import WORKOUT_KEYS, held_at, in_force
 
 GOLD_PARTITION = DATE
 GYM_KEYS = ["gym", "mac_address", GOLD_PARTITION]
@@ -48,16 +48,17 @@ def workout_bpm_summary(workout_bpm: DataFrame, user_bins: DataFrame) -> DataFra
 
 def gym_summary(gym_logs: DataFrame, completed: DataFrame, users: DataFrame) -> DataFrame:
     """Per ``(gym, mac_address, day of login)``: minutes in the gym over that day's visits, and
-    minutes of the mac's user's completed workouts that start within one of those visits (each
-    workout once, even if visits overlap); both rounded to 2 decimals."""
+    minutes of the completed workouts that start within one of those visits, of the user whose
+    phone the mac was at the workout's start (each workout once, even if visits overlap); both
+    rounded to 2 decimals."""
     visits = gym_logs.withColumn(GOLD_PARTITION, F.to_date("login"))
     in_gym = visits.groupBy(*GYM_KEYS).agg(
         F.sum(_minutes(F.col("login"), F.col("logout"))).alias("minutes_in_gym")
     )
-    workouts = completed.select(*WORKOUT_KEYS, "start_time", "end_time").join(
-        users.select("user_id", "mac_address"), "user_id"
-    )
-    inside = visits.join(workouts, "mac_address").where(
+    workouts = completed.select(*WORKOUT_KEYS, "start_time", "end_time")
+    # The mac of the phone the workout's user had registered at its start.
+    phones = held_at(workouts, in_force(users, "mac_address"), "user_id", "start_time")
+    inside = visits.join(phones, "mac_address").where(
         "login <= start_time AND start_time <= logout"
     )
     exercising = (

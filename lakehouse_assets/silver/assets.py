@@ -2,6 +2,7 @@
 silver tables, each run reading only the upstream changes since its last (``incremental``)."""
 
 import dagster as dg
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lakehouse_assets.checks.reconciliation import (
@@ -35,6 +36,7 @@ from lakehouse_assets.silver.layout import dated, days_of, layout, read_days
 from lakehouse_assets.silver.parsed import PARSED_TABLES, parsed_table_asset
 from lakehouse_assets.table_metadata import code_references, table_metadata
 from resources import CalendarResource, LakeResource, SparkResource
+from resources.delta_merge import in_values
 
 WORKOUT_BPM_UPSTREAM = [asset_key(SILVER, t) for t in (COMPLETED_WORKOUTS, HEART_RATE, USERS)]
 
@@ -87,6 +89,34 @@ def completed_workouts(
     )
 
 
+def _redone_by_registrations(
+    lake: LakeResource, session: SparkSession, changed: DataFrame
+) -> tuple[DataFrame, str] | None:
+    """The workouts whose readings registrations ``changed`` (``(user_id, device_id,
+    registration_timestamp)`` taken or left) may give or take, and the condition of their
+    ``workout_bpm`` rows, which they replace; None when nothing changed.
+
+    A registration decides whose a device's readings are from its time on: of its user's
+    readings, and of every user who registered the same device (before it, the device handed
+    on). Their workouts ending after the earliest changed registration are computed again.
+    """
+    micros = F.unix_micros("registration_timestamp").alias("micros")
+    touched = changed.select("user_id", "device_id", micros).collect()  # a few registrations
+    if not touched:
+        return None
+    since = min(row.micros for row in touched)
+    devices = [row.device_id for row in touched]
+    users = lake.read(session, SILVER, USERS)
+    holders = users.where(F.col("device_id").isin(devices)).select("user_id").distinct().collect()
+    affected = sorted({row.user_id for row in touched} | {row.user_id for row in holders})
+    after = F.col("end_time") > F.timestamp_micros(F.lit(since))
+    workouts = lake.read(session, SILVER, COMPLETED_WORKOUTS).where(
+        F.col("user_id").isin(affected) & after
+    )
+    condition = f"{in_values('user_id', affected)} AND target.end_time > timestamp_micros({since})"
+    return workouts, condition
+
+
 @dg.asset(
     key=asset_key(SILVER, WORKOUT_BPM),
     deps=WORKOUT_BPM_UPSTREAM,
@@ -101,8 +131,9 @@ def completed_workouts(
 def workout_bpm(
     config: SilverConfig, spark: SparkResource, lake: LakeResource
 ) -> dg.MaterializeResult:
-    """The valid readings of each completed workout; new workouts, late readings and newly
-    registered devices each bring their rows (a user's new device replaces all of the user's)."""
+    """The valid readings of each completed workout, of the device its user had registered at
+    the reading's time; new workouts, late readings and new registrations each bring their rows
+    (a registration changes only what follows it)."""
     session = spark.get_session()
     new_workouts, workouts_marker, workouts_fresh = read_changes(
         lake, session, WORKOUT_BPM, (SILVER, COMPLETED_WORKOUTS)
@@ -110,18 +141,17 @@ def workout_bpm(
     new_readings, readings_marker, readings_fresh = read_changes(
         lake, session, WORKOUT_BPM, (SILVER, HEART_RATE)
     )
-    # Of the users' changes only a new device matters (re-registering the same device does not).
-    devices_app = consumer_app_id(WORKOUT_BPM, (SILVER, USERS))
-    consumed = lake.committed_version(SILVER, WORKOUT_BPM, devices_app)
-    new_devices, users_version = lake.new_values(
-        session, SILVER, USERS, consumed, ["user_id", "device_id"]
+    registrations_app = consumer_app_id(WORKOUT_BPM, (SILVER, USERS))
+    consumed = lake.committed_version(SILVER, WORKOUT_BPM, registrations_app)
+    changed, users_version = lake.changed_values(
+        session, SILVER, USERS, consumed, ["user_id", "device_id", "registration_timestamp"]
     )
     fresh = workouts_fresh or readings_fresh or users_version != consumed
+    markers = {**workouts_marker, **readings_marker, registrations_app: users_version}
     if config.full_refresh:
         users = lake.read(session, SILVER, USERS)
         completed = lake.read(session, SILVER, COMPLETED_WORKOUTS)
         rows = transforms.workout_bpm(completed, lake.read(session, SILVER, HEART_RATE), users)
-        markers = {**workouts_marker, **readings_marker, devices_app: users_version}
         lake.replace(
             SILVER, WORKOUT_BPM, dated(WORKOUT_BPM, rows), markers, layout(WORKOUT_BPM)
         )  # fmt: skip
@@ -132,20 +162,18 @@ def workout_bpm(
         rows = transforms.workout_bpm(new_workouts, their_readings, users)
         old_workouts = read_days(lake, session, COMPLETED_WORKOUTS, days_of(new_readings, before=1))
         rows = rows.unionByName(transforms.workout_bpm(old_workouts, new_readings, users))
-        # Workouts (of any day) whose user now has another device, with that device's readings.
-        all_workouts = lake.read(session, SILVER, COMPLETED_WORKOUTS)
-        moved = all_workouts.join(new_devices.select("user_id"), "user_id", "left_semi")
-        readings = read_days(lake, session, HEART_RATE, days_of(moved, after=1))
-        rows = rows.unionByName(transforms.workout_bpm(moved, readings, new_devices)).distinct()
-        markers = {**workouts_marker, **readings_marker, devices_app: users_version}
+        # On the first run every registration is new and every workout too: nothing to redo.
+        redo = _redone_by_registrations(lake, session, changed) if consumed is not None else None
+        replace = None
+        if redo is not None:
+            workouts, replace = redo
+            readings = read_days(lake, session, HEART_RATE, days_of(workouts, after=1))
+            rows = rows.unionByName(transforms.workout_bpm(workouts, readings, users))
         keys = [*transforms.WORKOUT_KEYS, "time"]
-        # The rows of a user who moved to another device are all recomputed: the old device's
-        # readings leave the table. (On the first run every user is new: nothing to replace.)
-        movers = [r.user_id for r in new_devices.select("user_id").distinct().collect()]
         lake.merge(
-            SILVER, WORKOUT_BPM, dated(WORKOUT_BPM, rows).localCheckpoint(), keys, markers=markers,
-            partition_by=layout(WORKOUT_BPM),
-            replace=("user_id", movers) if movers and consumed is not None else None,
+            SILVER, WORKOUT_BPM, dated(WORKOUT_BPM, rows.distinct()).localCheckpoint(), keys,
+            markers=markers, partition_by=layout(WORKOUT_BPM),
+            replace=replace,
         )  # fmt: skip
     expected = transforms.workout_bpm(
         lake.read(session, SILVER, COMPLETED_WORKOUTS),

@@ -50,9 +50,10 @@ PROFILE = {
 DESCRIPTIONS: dict[str, dict[str, str]] = {
     USERS: {
         "user_id": USER_ID,
-        "device_id": "The id of the user's wearable device.",
-        "mac_address": "The mac address of the user's phone, seen by the gyms' door readers.",
-        "registration_timestamp": "When the user registered (the latest registration wins).",
+        "device_id": "The id of the wearable device registered.",
+        "mac_address": "The mac address of the phone registered, seen by the gyms' door readers.",
+        "registration_timestamp": "When the user registered them; in force until the user's next "
+        "registration, or the device's or phone's next registration by anyone.",
     },
     GYM_LOGS: {
         "mac_address": "The mac address of the visitor's phone.",

@@ -237,8 +237,7 @@ def _of(markers: Markers) -> int:
 
 PARSED_TABLES = (
     ParsedTable(USERS, LANDING_REGISTERED_USERS, transforms.parse_registered_users, csv_quarantine,
-                transforms.users, ("user_id",),
-                update_when="source.registration_timestamp >= target.registration_timestamp"),
+                transforms.users, ("user_id", "registration_timestamp")),
     ParsedTable(GYM_LOGS, LANDING_GYM_LOGINS, transforms.parse_gym_logins, csv_quarantine,
                 transforms.gym_logs, ("mac_address", "gym", "login"),
                 update_when="source.logout > target.logout"),

@@ -86,14 +86,41 @@ def parse_gym_logins(rows: DataFrame) -> DataFrame:
 
 
 def users(registrations: DataFrame) -> DataFrame:
-    """One row per user: the latest registration (valid ``registered_users`` rows)."""
-    latest = _latest(registrations, ["user_id"], [F.col("registration_timestamp").desc()])
+    """Every registration (valid ``registered_users`` rows): one row per ``(user_id,
+    registration_timestamp)``; of one registration given twice, the later ingested wins."""
+    order = [F.col("ingested_at").desc(), F.col("source_file").desc(), F.col("device_id").desc()]
+    latest = _latest(registrations, ["user_id", "registration_timestamp"], order)
     return latest.select(
         "user_id",
         "device_id",
         "mac_address",
         F.timestamp_seconds("registration_timestamp").alias("registration_timestamp"),
     )
+
+
+def in_force(users: DataFrame, held: str) -> DataFrame:
+    """When each registration holds ``held`` (``device_id`` or ``mac_address``) for its user:
+    ``user_id``, ``held``, ``since`` (its ``registration_timestamp``) and ``until``, the user's
+    next registration or the next registration of the same ``held`` value by anyone (the device
+    handed on), whichever is first; null while it is in force. A tie on the timestamp goes to
+    the higher user id. Nothing holds a value before its first registration."""
+    ts = F.col("registration_timestamp")
+    by_user = Window.partitionBy("user_id").orderBy(ts)
+    by_held = Window.partitionBy(held).orderBy(ts, F.col("user_id"))
+    return users.select(
+        "user_id",
+        held,
+        ts.alias("since"),
+        F.least(F.lead(ts).over(by_user), F.lead(ts).over(by_held)).alias("until"),
+    )
+
+
+def held_at(rows: DataFrame, holders: DataFrame, on: str, time: str) -> DataFrame:
+    """``rows`` joined on ``on`` (``user_id``, or the held column) to the registrations of
+    ``holders`` (``in_force``) in force at the rows' ``time``; rows without one are left out."""
+    at = F.col(time)
+    holding = (F.col("since") <= at) & (F.col("until").isNull() | (at < F.col("until")))
+    return rows.join(holders, on).where(holding).drop("since", "until")
 
 
 def gym_logs(logins: DataFrame) -> DataFrame:
@@ -166,10 +193,11 @@ def completed_workouts(actions: DataFrame) -> DataFrame:
 
 
 def workout_bpm(completed: DataFrame, readings: DataFrame, users: DataFrame) -> DataFrame:
-    """The valid readings of each workout's user's device within ``(start_time, end_time]``."""
-    devices = completed.join(users.select("user_id", "device_id"), "user_id")
+    """The valid readings within ``(start_time, end_time]`` of each workout, of the device its
+    user had registered at the reading's time (``in_force``)."""
     valid = readings.where("valid").select("device_id", "time", "heartrate")
-    joined = devices.join(valid, "device_id").where("start_time < time AND time <= end_time")
+    owned = held_at(valid, in_force(users, "device_id"), "device_id", "time")
+    joined = completed.join(owned, "user_id").where("start_time < time AND time <= end_time")
     return joined.select(*WORKOUT_KEYS, "start_time", "end_time", "time", "heartrate")
 
 

@@ -22,10 +22,11 @@ Row = dict[str, Any]
 
 # Per fitness table: its schema and two good rows (distinct keys; edge cases that must pass).
 GOOD: dict[tuple[str, str], tuple[str, list[Row]]] = {
-    (SILVER, "users"): (
-        "user_id long, device_id long, mac_address string",
-        [{"user_id": 1, "device_id": 11, "mac_address": "a"},
-         {"user_id": 2, "device_id": 12, "mac_address": "b"}],
+    (SILVER, "users"): (  # one user's two registrations
+        "user_id long, device_id long, mac_address string, registration_timestamp timestamp",
+        [{"user_id": 1, "device_id": 11, "mac_address": "a", "registration_timestamp": T0},
+         {"user_id": 1, "device_id": 12, "mac_address": "b",
+          "registration_timestamp": T0 + MIN}],
     ),
     (SILVER, "gym_logs"): (
         "mac_address string, gym string, login timestamp, logout timestamp",

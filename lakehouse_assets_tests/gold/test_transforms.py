@@ -63,7 +63,9 @@ def test_gym_summary_counts_overlapping_visits_once_for_exercise(spark: SparkSes
         ],
         WORKOUT,
     )
-    users = spark.createDataFrame([(1, "m1")], "user_id long, mac_address string")
+    users = spark.createDataFrame(
+        [(1, "m1", at(0))], "user_id long, mac_address string, registration_timestamp timestamp"
+    )
     expected = spark.createDataFrame(
         [("5", "m1", date(2026, 11, 1), 120.0, 30.5), ("5", "m2", date(2026, 11, 1), 10.0, 0.0)],
         "gym string, mac_address string, date date, minutes_in_gym double, "

@@ -13,6 +13,7 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 
 from resources import LakeResource
+from resources.delta_merge import in_values
 from resources.maintenance import vacuum
 
 Rows = Callable[[list[int], list[date]], DataFrame]
@@ -246,16 +247,16 @@ def test_replace_deletes_the_rows_of_the_replaced_values_missing_from_the_source
                ["user", "t"])  # fmt: skip
     # User 1's rows are recomputed: only t=2 remains, with a new value; user 2 is untouched.
     lake.merge("silver", "w", frame(schema, user=[1], t=[2], v=[6]), ["user", "t"],
-               replace=("user", [1]))  # fmt: skip
+               replace=in_values("user", [1]))  # fmt: skip
     rows = sorted(tuple(r) for r in lake.read(spark, "silver", "w").collect())
     assert rows == [(1, 2, 6), (2, 1, 5)]
     # An empty source replacing user 2: all of its rows go.
     lake.merge("silver", "w", frame(schema, user=[], t=[], v=[]), ["user", "t"],
-               replace=("user", [2]))  # fmt: skip
+               replace=in_values("user", [2]))  # fmt: skip
     assert sorted(tuple(r) for r in lake.read(spark, "silver", "w").collect()) == [(1, 2, 6)]
 
 
-def test_new_values_leave_out_rows_updated_to_the_same_values(
+def test_changed_values_are_both_sides_of_a_change_and_leave_out_same_value_updates(
     tmp_path: Path, spark: SparkSession, frame: Frame
 ) -> None:
     lake = LakeResource(root=str(tmp_path))
@@ -264,10 +265,14 @@ def test_new_values_leave_out_rows_updated_to_the_same_values(
     # id 1 registers again with the same device; id 2 takes another device; id 3 is new.
     later = frame(schema, id=[1, 2, 3], dev=[10, 21, 30], ts=[2, 2, 2])
     lake.merge("silver", "u", later, ["id"])
-    values, version = lake.new_values(spark, "silver", "u", v0, ["id", "dev"])
-    assert sorted(tuple(r) for r in values.collect()) == [(2, 21), (3, 30)] and version == 1
-    everything, _ = lake.new_values(spark, "silver", "u", None, ["id", "dev"])
+    values, version = lake.changed_values(spark, "silver", "u", v0, ["id", "dev"])
+    assert sorted(tuple(r) for r in values.collect()) == [(2, 20), (2, 21), (3, 30)]
+    assert version == 1
+    everything, _ = lake.changed_values(spark, "silver", "u", None, ["id", "dev"])
     assert sorted(tuple(r) for r in everything.collect()) == [(1, 10), (2, 21), (3, 30)]
+    spark.sql(f"DELETE FROM delta.`{lake.spark_path('silver', 'u')}` WHERE id = 3")
+    deleted, _ = lake.changed_values(spark, "silver", "u", version, ["id", "dev"])
+    assert [tuple(r) for r in deleted.collect()] == [(3, 30)]
 
 
 def test_a_table_laid_out_by_an_older_version_is_refused_with_how_to_rebuild_it(

@@ -15,16 +15,43 @@ def ts(seconds: float) -> datetime:
     return datetime.fromtimestamp(seconds, UTC).replace(tzinfo=None)
 
 
-def test_users_keep_the_latest_registration(spark: SparkSession) -> None:
+def test_users_keep_every_registration_and_the_later_ingested_of_one_given_twice(
+    spark: SparkSession,
+) -> None:
     rows = spark.createDataFrame(
-        [(1, 1001, "m1", 100), (1, 1009, "m9", 300), (2, 1002, "m2", 200)],
-        "user_id long, device_id long, mac_address string, registration_timestamp long",
+        [
+            (1, 1001, "m1", 100, ts(10), "a.csv"),
+            (1, 1009, "m9", 300, ts(10), "a.csv"),  # a move: kept beside the first
+            (2, 1002, "m2", 200, ts(10), "a.csv"),
+            (2, 1003, "m3", 200, ts(20), "b.csv"),  # the same registration, ingested later
+        ],
+        "user_id long, device_id long, mac_address string, registration_timestamp long, "
+        "ingested_at timestamp, source_file string",
     )
     expected = spark.createDataFrame(
-        [(1, 1009, "m9", ts(300)), (2, 1002, "m2", ts(200))],
+        [(1, 1001, "m1", ts(100)), (1, 1009, "m9", ts(300)), (2, 1003, "m3", ts(200))],
         "user_id long, device_id long, mac_address string, registration_timestamp timestamp",
     )
     assertDataFrameEqual(transforms.users(rows), expected)
+
+
+def test_a_registration_is_in_force_until_its_users_or_its_devices_next(
+    spark: SparkSession,
+) -> None:
+    users = spark.createDataFrame(
+        [(1, 1001, ts(100)), (1, 1009, ts(300)), (2, 1001, ts(500)), (3, 1001, ts(500))],
+        "user_id long, device_id long, registration_timestamp timestamp",
+    )
+    expected = spark.createDataFrame(
+        [
+            (1, 1001, ts(100), ts(300)),  # the user's next registration
+            (1, 1009, ts(300), None),
+            (2, 1001, ts(500), ts(500)),  # a tie on the device: the higher user id's
+            (3, 1001, ts(500), None),
+        ],
+        "user_id long, device_id long, since timestamp, until timestamp",
+    )
+    assertDataFrameEqual(transforms.in_force(users, "device_id"), expected)
 
 
 def test_gym_logs_keep_the_latest_logout(spark: SparkSession) -> None:
@@ -141,7 +168,9 @@ def test_workout_bpm_takes_valid_readings_in_the_window(spark: SparkSession) -> 
         [(1, 1, 1, ts(100), ts(200))],
         "user_id long, workout_id long, session_id long, start_time timestamp, end_time timestamp",
     )
-    users = spark.createDataFrame([(1, 1001)], "user_id long, device_id long")
+    users = spark.createDataFrame(
+        [(1, 1001, ts(0))], "user_id long, device_id long, registration_timestamp timestamp"
+    )
     readings = spark.createDataFrame(
         [
             (1001, ts(100), 80.0, True),  # at the start: outside (start < time)

@@ -1,5 +1,7 @@
 """silver.workout_bpm from its three upstream tables, written directly (no Kafka): late readings of
-an old workout, a re-registration, new devices. Expected rows follow docs/fitness_pipeline.md."""
+an old workout, a re-registration, a move to a new device, a device handed to another user, a late
+registration. Expected rows follow docs/fitness_pipeline.md: a reading is the workout's user's when
+the user had registered its device at the reading's time."""
 
 from __future__ import annotations
 
@@ -28,13 +30,13 @@ def frame(table: pa.Table) -> DataFrame:
     return SparkSession.active().createDataFrame(table)
 
 
-def register(lake: LakeResource, device: int, registered: datetime) -> None:
-    users = {"user_id": [1], "device_id": [device], "mac_address": ["m1"]}
+def register(lake: LakeResource, device: int, registered: datetime, user: int = 1) -> None:
+    users = {"user_id": [user], "device_id": [device], "mac_address": [f"m{user}"]}
     lake.merge(
         SILVER,
         USERS,
         frame(pa.table({**users, "registration_timestamp": [registered]})),
-        ["user_id"],
+        ["user_id", "registration_timestamp"],
     )
 
 
@@ -52,18 +54,21 @@ def read(lake: LakeResource, readings: list[tuple[int, datetime, float | None]])
     lake.merge(SILVER, HEART_RATE, frame(rows), ["device_id", "time"], partition_by=[DATE])
 
 
-def bpm(lake: LakeResource, spark: SparkSession) -> list[tuple[int, str, float]]:
-    """``(session_id, "day hh:mm", heartrate)`` of user 1's workout 1, partitioned by start."""
+def bpm(lake: LakeResource, spark: SparkSession) -> list[tuple[int, int, str, float]]:
+    """``(user_id, session_id, "day hh:mm", heartrate)`` of workout 1, partitioned by start."""
     rows = lake.read(spark, SILVER, TABLE).collect()
-    assert all((r.user_id, r.workout_id) == (1, 1) for r in rows)
+    assert all(r.workout_id == 1 for r in rows)
     assert all(r[DATE] == r.start_time.astimezone(UTC).date() for r in rows)
     return sorted(
-        (r.session_id, r.time.astimezone(UTC).strftime("%d %H:%M"), r.heartrate) for r in rows
+        (r.user_id, r.session_id, r.time.astimezone(UTC).strftime("%d %H:%M"), r.heartrate)
+        for r in rows
     )
 
 
-def complete(lake: LakeResource, session: int, start: datetime, end: datetime) -> None:
-    workout = {"user_id": [1], "workout_id": [1], "session_id": [session]}
+def complete(
+    lake: LakeResource, session: int, start: datetime, end: datetime, user: int = 1
+) -> None:
+    workout = {"user_id": [user], "workout_id": [1], "session_id": [session]}
     times = {"start_time": [start], "end_time": [end], DATE: [start.date()]}
     lake.merge(
         SILVER, COMPLETED_WORKOUTS, frame(pa.table({**workout, **times})), list(workout),
@@ -71,7 +76,7 @@ def complete(lake: LakeResource, session: int, start: datetime, end: datetime) -
     )  # fmt: skip
 
 
-def test_late_readings_a_late_workout_a_re_registration_and_a_new_device(
+def test_late_readings_a_late_workout_and_registrations_change_only_what_follows_them(
     env: dict[str, Any], spark: SparkSession
 ) -> None:
     lake: LakeResource = env["lake"]
@@ -86,22 +91,21 @@ def test_late_readings_a_late_workout_a_re_registration_and_a_new_device(
         (1001, at(JAN_2, "01:01"), 120.0),  # after the end
         (2002, at(JAN_1, "23:40"), 70.0),  # another device
         (1001, at(JAN_3, "00:10"), 60.0),  # of a workout that completes later
+        (2002, at(JAN_3, "00:05"), 65.0),  # another device, in that workout
     ])  # fmt: skip
     dg.materialize([workout_bpm], resources=env)
-    assert bpm(lake, spark) == [
-        (1, "01 23:30", 90.0),
-        (1, "02 00:30", 100.0),
-        (1, "02 01:00", 110.0),
-    ]
+    session_1 = [(1, 1, "01 23:30", 90.0), (1, 1, "02 00:30", 100.0), (1, 1, "02 01:00", 110.0)]
+    assert bpm(lake, spark) == session_1
     assert lake.table(SILVER, TABLE).metadata().partition_columns == [DATE]
 
     read(lake, [(1001, at(JAN_1, "23:45"), 95.0)])  # a late reading of the old workout
     dg.materialize([workout_bpm], resources=env)
-    assert bpm(lake, spark)[:2] == [(1, "01 23:30", 90.0), (1, "01 23:45", 95.0)]
+    session_1.insert(1, (1, 1, "01 23:45", 95.0))
+    assert bpm(lake, spark) == session_1
 
     complete(lake, 2, at(JAN_2, "23:50"), at(JAN_3, "00:20"))  # its reading is already there
     dg.materialize([workout_bpm], resources=env)
-    assert bpm(lake, spark)[-1] == (2, "03 00:10", 60.0)
+    assert bpm(lake, spark) == [*session_1, (1, 2, "03 00:10", 60.0)]
 
     register(lake, 1001, at(JAN_2, "09:00"))  # the same device again: no row changes
     before = lake.version(SILVER, TABLE)
@@ -109,13 +113,36 @@ def test_late_readings_a_late_workout_a_re_registration_and_a_new_device(
     nothing, _ = lake.changes_since(spark, SILVER, TABLE, before)
     assert nothing.count() == 0 and len(bpm(lake, spark)) == 5
 
-    register(lake, 2002, at(JAN_2, "10:00"))  # a new device: its readings replace the old one's
+    # A move to device 2002: session 2 (after it) takes 2002's reading instead of 1001's;
+    # session 1 (before it) keeps 1001's, and 2002's reading then stays nobody's.
+    register(lake, 2002, at(JAN_2, "10:00"))
     dg.materialize([workout_bpm], resources=env)
-    assert bpm(lake, spark) == [(1, "01 23:40", 70.0)]
+    assert bpm(lake, spark) == [*session_1, (1, 2, "03 00:05", 65.0)]
 
-    register(lake, 3003, at(JAN_3, "10:00"))  # a device with no readings in the workouts
+    # User 2 takes device 1001 at 23:55: its reading at 00:10 is user 2's (1001 was nobody's
+    # between user 1's move and then); user 1's rows do not change.
+    register(lake, 1001, at(JAN_2, "23:55"), user=2)
+    complete(lake, 1, at(JAN_2, "23:52"), at(JAN_3, "00:30"), user=2)
     dg.materialize([workout_bpm], resources=env)
-    assert bpm(lake, spark) == []
+    assert bpm(lake, spark) == [*session_1, (1, 2, "03 00:05", 65.0), (2, 1, "03 00:10", 60.0)]
+
+    register(lake, 3003, at(JAN_3, "10:00"))  # a device with no readings after it: no change
+    before = lake.version(SILVER, TABLE)
+    dg.materialize([workout_bpm], resources=env)
+    nothing, _ = lake.changes_since(spark, SILVER, TABLE, before)
+    assert nothing.count() == 0
+
+    # A registration arriving late, dated 23:35 on Jan 1: user 1 wore 2002 from then until the
+    # re-registration of 1001 at 09:00 on Jan 2. Session 1 keeps 90 (23:30), takes 2002's 70
+    # (23:40) and loses 1001's later readings.
+    register(lake, 2002, at(JAN_1, "23:35"))
+    dg.materialize([workout_bpm], resources=env)
+    assert bpm(lake, spark) == [
+        (1, 1, "01 23:30", 90.0),
+        (1, 1, "01 23:40", 70.0),
+        (1, 2, "03 00:05", 65.0),
+        (2, 1, "03 00:10", 60.0),
+    ]
 
 
 def test_a_reading_missing_from_workout_bpm_fails_its_reconciliation(
