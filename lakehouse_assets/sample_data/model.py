@@ -10,7 +10,8 @@ from datetime import UTC, date, datetime
 DEVICE_ID_OFFSET = 1000  # a user's device id is user id + this offset
 MINUTE_S, HOUR_S, DAY_S = 60, 3600, 86_400
 MAX_WORKOUT_S = 3 * HOUR_S  # a stop later than this after its start completes no workout
-REGISTRY_EPOCH = 1_704_067_200  # 2024-01-01 UTC: registrations are stable, whatever the batch
+REGISTRY_EPOCH = 946_684_800  # 2000-01-01 UTC: registrations are stable, whatever the batch,
+# and before the sample's days (a reading before its device's registration is nobody's)
 NIGHT_SESSION_ID = 9  # user 1's late workout on a batch's last day; its stop is in the next batch
 GYMS = ("downtown", "riverside", "uptown")
 CITIES = [("Austin", "TX"), ("Denver", "CO"), ("Portland", "OR"), ("Boston", "MA"), ("Miami", "FL")]
