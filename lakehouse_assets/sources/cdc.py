@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from lakehouse_assets.sources.reader import DELETED, OP, SEQUENCE
@@ -24,6 +24,11 @@ NEWER = (
     "AND source._kafka_offset >= target._kafka_offset)"
 )
 DELETE_COLUMNS = (SEQUENCE, "_kafka_offset", "_kafka_timestamp")
+SEQUENCE_SQL_TYPE = "decimal(38,6)"
+# The type of valid_from and valid_to for each kind of order_by value (``ORDER_KIND``).
+VALIDITY_TYPES = {"long": "bigint", "double": "double", "timestamp": "timestamp"}
+# The kinds each type holds (a decimal sequence, as tables of earlier versions have, holds all).
+HOLDS = {"bigint": {"long"}, "double": {"long", "double"}, "timestamp": {"timestamp"}}
 METADATA = {OP, "_raw_change_type", *KAFKA_COLUMNS}  # after the data columns and validity
 
 
@@ -45,14 +50,51 @@ def new_deletes(changes: DataFrame, keys: Sequence[str]) -> DataFrame:
     return changes.where(F.col(DELETED)).select(*keys, *DELETE_COLUMNS).distinct()
 
 
+def validity_type(kinds: set[str]) -> str:
+    """The type of ``valid_from`` and ``valid_to`` of a new table whose first changes' order
+    values are of ``kinds``: theirs (``double`` for integers beside fractions), or the decimal
+    sequence when date-times and numbers mix."""
+    for kind in ("bigint", "double", "timestamp"):
+        if kinds <= HOLDS[kind]:
+            return kind
+    return SEQUENCE_SQL_TYPE
+
+
+def holds(validity: str, kind: Column) -> Column:
+    """Whether ``valid_from`` of type ``validity`` holds an order value of ``kind``."""
+    return kind.isin(*HOLDS[validity]) if validity in HOLDS else F.lit(True)
+
+
+def _validity(sequence: Column, validity: str) -> Column:
+    if validity == "timestamp":  # the sequence of an ISO date-time is its epoch microseconds
+        return F.timestamp_micros(sequence.cast("bigint"))
+    return sequence.cast(validity)
+
+
+def _sequence(valid_from: Column, stored: str) -> Column:
+    if stored == "timestamp":
+        return F.unix_micros(valid_from).cast(SEQUENCE_SQL_TYPE)
+    return valid_from.cast(SEQUENCE_SQL_TYPE)
+
+
 def scd2(
-    changes: DataFrame, versions: DataFrame, deletes: DataFrame, keys: Sequence[str]
+    changes: DataFrame,
+    versions: DataFrame,
+    deletes: DataFrame,
+    keys: Sequence[str],
+    validity: str = SEQUENCE_SQL_TYPE,
 ) -> DataFrame:
     """Every version of the keys of ``changes``, recomputed from the stored ``versions`` and
     ``deletes`` of those keys and the new changes: each non-delete change is a version valid
     from its sequence until the next change of its key (``valid_to`` null and ``is_current``
-    while there is none; a delete closes the version before it and opens none)."""
-    stored = versions.drop(VALID_TO, IS_CURRENT).withColumnRenamed(VALID_FROM, SEQUENCE)
+    while there is none; a delete closes the version before it and opens none). ``valid_from``
+    and ``valid_to`` are of type ``validity`` (see ``validity_type``)."""
+    stored_type = versions.schema[VALID_FROM].dataType.simpleString()
+    stored = (
+        versions.drop(VALID_TO, IS_CURRENT)
+        .select("*", _sequence(F.col(VALID_FROM), stored_type).alias(SEQUENCE))
+        .drop(VALID_FROM)
+    )
     events = (
         changes.unionByName(stored.withColumn(DELETED, F.lit(False)), allowMissingColumns=True)
         .unionByName(deletes.withColumn(DELETED, F.lit(True)), allowMissingColumns=True)
@@ -61,11 +103,10 @@ def scd2(
     same = Window.partitionBy(*keys, SEQUENCE).orderBy(F.desc(DELETED), F.desc("_kafka_offset"))
     events = events.withColumn("_n", F.row_number().over(same)).where("_n = 1").drop("_n")
     in_order = Window.partitionBy(*keys).orderBy(SEQUENCE)
-    timed = events.withColumn(VALID_TO, F.lead(SEQUENCE).over(in_order))
+    timed = events.withColumn(VALID_TO, _validity(F.lead(SEQUENCE).over(in_order), validity))
     rows = timed.where(~F.col(DELETED)).drop(DELETED)
-    rows = rows.withColumnRenamed(SEQUENCE, VALID_FROM).withColumn(
-        IS_CURRENT, F.col(VALID_TO).isNull()
-    )
-    validity = (VALID_FROM, VALID_TO, IS_CURRENT)
-    data = [c for c in rows.columns if c not in validity and c not in METADATA]
-    return rows.select(*data, *validity, *[c for c in rows.columns if c in METADATA])
+    rows = rows.withColumn(VALID_FROM, _validity(F.col(SEQUENCE), validity)).drop(SEQUENCE)
+    rows = rows.withColumn(IS_CURRENT, F.col(VALID_TO).isNull())
+    validity_columns = (VALID_FROM, VALID_TO, IS_CURRENT)
+    data = [c for c in rows.columns if c not in validity_columns and c not in METADATA]
+    return rows.select(*data, *validity_columns, *[c for c in rows.columns if c in METADATA])

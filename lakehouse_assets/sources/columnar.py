@@ -144,13 +144,14 @@ def changes(
 @dataclass
 class Columns:
     """A batch read in columns: the schema's leaves (in ``ReadSpec.leaves`` order) and what the
-    record reader adds (``op`` and the integer ``sequence`` for Debezium)."""
+    record reader adds (``op``, the integer ``sequence`` and its kind for Debezium)."""
 
     leaves: list[pa.Array]
     deleted: pa.Array
     skipped: pa.Array
     op: pa.Array | None = None
     sequence: pa.Array | None = None
+    order_kind: pa.Array | None = None  # "long" where there is a sequence: read as integers
 
 
 def read(batch: pa.RecordBatch, spec: ReadSpec) -> Columns | None:
@@ -195,6 +196,7 @@ def read(batch: pa.RecordBatch, spec: ReadSpec) -> Columns | None:
         deleted = pc.fill_null(pc.equal(op, "d"), False)
         if order is None:  # ordered by offset
             order = pc.if_else(present, batch.column("offset"), pa.scalar(None, pa.int64()))
-        return Columns(leaves, deleted, skipped=absent, op=op, sequence=order)
+        kind = pc.if_else(order.is_valid(), pa.scalar("long"), pa.scalar(None, pa.string()))
+        return Columns(leaves, deleted, skipped=absent, op=op, sequence=order, order_kind=kind)
     no = pa.array([False] * len(values))
     return Columns(leaves, deleted=absent if spec.mode == "latest-per-key" else no, skipped=no)

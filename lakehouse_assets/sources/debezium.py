@@ -69,7 +69,16 @@ def envelope(value: dict[str, Any], order_by: str) -> tuple[str, Any, Any]:
     return op, row, sequence
 
 
+def order_kind(value: Any) -> str | None:
+    """What an ``order_by`` value is (``long``, ``double`` or ``timestamp``, an ISO date-time),
+    as ``sequence`` reads it; None when it reads none."""
+    if sequence(value) is None:
+        return None
+    return {int: "long", float: "double"}.get(type(value), "timestamp")
+
+
 def sequence(value: Any) -> decimal.Decimal | None:
+    """An ``order_by`` value as a number: itself, or an ISO date-time's epoch microseconds."""
     if isinstance(value, bool) or value is None:
         return None
     if isinstance(value, int):

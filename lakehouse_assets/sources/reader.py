@@ -27,6 +27,7 @@ from lakehouse_assets.sources.values import Misfit, convert
 REASON, ISSUES, OP, SEQUENCE = "reason", "_issues", "_op", "_sequence"
 DELETED, SKIPPED = "_deleted", "_skipped"  # deletes its key; changes nothing
 SEQUENCE_TYPE = pa.decimal128(38, 6)
+ORDER_KIND = "_order_kind"  # what the order value was: long, double or timestamp (ISO text)
 
 
 @dataclass(frozen=True)
@@ -108,7 +109,9 @@ class Reader:
             if spec.format == "debezium-json":
                 op, row, order = debezium.envelope(row, spec.order_by)
                 out[OP], out[DELETED] = op, op == "d"
-                out[SEQUENCE] = debezium.sequence(offset if spec.order_by == "offset" else order)
+                order = offset if spec.order_by == "offset" else order
+                out[SEQUENCE] = debezium.sequence(order)
+                out[ORDER_KIND] = debezium.order_kind(order)
             else:
                 out[DELETED] = False
             if not isinstance(row, dict):
@@ -143,7 +146,7 @@ def output_fields(spec: ReadSpec) -> list[tuple[str, pa.DataType]]:
     fields += [(REASON, pa.string()), (ISSUES, pa.string()), (DELETED, pa.bool_())]
     fields += [(SKIPPED, pa.bool_())]
     if spec.format == "debezium-json":
-        fields += [(OP, pa.string()), (SEQUENCE, SEQUENCE_TYPE)]
+        fields += [(OP, pa.string()), (SEQUENCE, SEQUENCE_TYPE), (ORDER_KIND, pa.string())]
     return fields
 
 
@@ -193,4 +196,5 @@ def _read_columns(
     columns[DELETED], columns[SKIPPED] = read.deleted, read.skipped
     if spec.format == "debezium-json":
         columns[OP], columns[SEQUENCE] = read.op, read.sequence
+        columns[ORDER_KIND] = read.order_kind
     return {name: columns[name].cast(kind) for name, kind in [("value", pa.binary()), *fields]}

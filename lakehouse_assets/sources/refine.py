@@ -22,12 +22,13 @@ from pyspark.sql.types import StructField, StructType
 
 from lakehouse_assets.constants import BRONZE, SILVER
 from lakehouse_assets.silver.validation import REASON, kafka_quarantine
-from lakehouse_assets.sources import avro, evolution, transforms, writes
+from lakehouse_assets.sources import avro, cdc, evolution, transforms, writes
 from lakehouse_assets.sources import schema as types
 from lakehouse_assets.sources.declarations import CDC_MODES, SourceDeclaration
 from lakehouse_assets.sources.reader import (
     DELETED,
     OP,
+    ORDER_KIND,
     SEQUENCE,
     SKIPPED,
     ReadSpec,
@@ -54,7 +55,7 @@ class Refined:
     schema_inferred: bool = False
     added: list[str] = field(default_factory=list)
     widened: list[str] = field(default_factory=list)
-    waiting: bool = False  # no key seen yet: the batch is read again with the next (``_waits``)
+    waiting: bool = False  # no valid record yet: the batch is read again with the next (``_waits``)
 
     def metadata(self) -> dict[str, Any]:
         return {
@@ -71,7 +72,8 @@ def _waits(source: SourceDeclaration, columns: Sequence[str]) -> bool:
     """Whether the batch waits, written nowhere, to be read again with the next one: a CDC
     source's batch before any valid record has shown its schema the key columns (the batch
     then holds no valid row: no record, only rejects). Its rejects reach the quarantine with
-    the first batch that has the keys, once."""
+    the first batch that has the keys, once. (A ``cdc-scd2`` source's batch without a valid
+    record before its table exists waits too: ``writes.validity``.)"""
     return source.mode in CDC_MODES and not set(source.keys) <= set(columns)
 
 
@@ -146,20 +148,37 @@ def refine(
     if done.widened and not rebuild and lake.exists(SILVER, source.name):
         writes.widen_table(lake, spark, source, schema)
     columns = [column for column, _, _ in types.leaves(schema, source.flatten, source.separator)]
-    if _waits(source, columns):
+    waits = _waits(source, columns)
+    validity = None
+    if source.mode == "cdc-scd2" and not waits:
+        validity = writes.validity(lake, source, typed, rebuild)
+        waits = validity is None  # no order value yet to type valid_from by
+    if waits:
         done.waiting = True
         return done
+    if validity is not None:
+        typed = _order_of_another_kind(typed, source.order_by, validity)
     done.rejected = _quarantine(lake, source, typed, markers, rebuild)
     valid = typed.where(F.col(REASON).isNull() & ~F.col(SKIPPED))
     keep = [DELETED, *([OP, SEQUENCE] if source.mode in CDC_MODES else [])]
     rows = transforms.refined(valid, columns, source.partition_columns, keep)
     if rebuild:
-        done.rows = writes.replace(lake, source, rows, markers)
+        done.rows = writes.replace(lake, source, rows, markers, validity)
     elif not lake.holds(SILVER, source.name, markers):
-        done.rows = writes.keep(lake, spark, source, writes.conform(lake, source, rows), markers)
+        conformed = writes.conform(lake, source, rows)
+        done.rows = writes.keep(lake, spark, source, conformed, markers, validity)
     if source.mode in CDC_MODES:
         writes.record_deletes(lake, source, rows, markers, rebuild)
     return done
+
+
+def _order_of_another_kind(typed: DataFrame, order_by: str, validity: str) -> DataFrame:
+    """``typed`` with a reason for each record whose order value ``valid_from`` of type
+    ``validity`` cannot hold (say a date-time where it holds integers)."""
+    kind = F.col(ORDER_KIND)
+    other = F.col(REASON).isNull() & ~F.col(SKIPPED) & ~cdc.holds(validity, kind)
+    reason = F.concat(F.lit(f"{order_by} is a "), kind, F.lit(f"; valid_from holds {validity}"))
+    return typed.withColumn(REASON, F.when(other, reason).otherwise(F.col(REASON)))
 
 
 def read_growing(

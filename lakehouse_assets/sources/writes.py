@@ -9,10 +9,11 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, StructType
 
 from lakehouse_assets.constants import QUARANTINE_SUFFIX, SILVER
+from lakehouse_assets.silver.validation import REASON
 from lakehouse_assets.sources import cdc, transforms
 from lakehouse_assets.sources import schema as types
 from lakehouse_assets.sources.declarations import SourceDeclaration
-from lakehouse_assets.sources.reader import DELETED, SEQUENCE
+from lakehouse_assets.sources.reader import DELETED, ORDER_KIND, SEQUENCE, SKIPPED
 from lakehouse_assets.sources.schema import Schema
 from resources import LakeResource
 from resources.delta import Markers, spark_schema
@@ -27,8 +28,26 @@ def deletes_table(source: SourceDeclaration) -> str:
     return f"{source.name}{cdc.DELETES_SUFFIX}"
 
 
+def validity(
+    lake: LakeResource, source: SourceDeclaration, typed: DataFrame, rebuild: bool = False
+) -> str | None:
+    """The type of ``valid_from`` and ``valid_to`` of ``silver.<source>`` (``cdc-scd2``): the
+    table's; for a new table (or a rebuild), that of the read records' order values (one query,
+    ``cdc.validity_type``), None while they have none."""
+    table = None if rebuild else lake.find(SILVER, source.name)
+    if table is not None:
+        return spark_schema(table)[cdc.VALID_FROM].dataType.simpleString()
+    read = typed.where(F.col(REASON).isNull() & ~F.col(SKIPPED))
+    kinds = {row[0] for row in read.select(ORDER_KIND).distinct().collect() if row[0]}
+    return cdc.validity_type(kinds) if kinds else None
+
+
 def replace(
-    lake: LakeResource, source: SourceDeclaration, rows: DataFrame, markers: Markers
+    lake: LakeResource,
+    source: SourceDeclaration,
+    rows: DataFrame,
+    markers: Markers,
+    validity: str | None = None,
 ) -> int:
     """Replace ``silver.<source>`` with what ``rows`` (every change bronze holds) make of it."""
     keys = list(source.keys)
@@ -40,7 +59,7 @@ def replace(
         table = transforms.newest_per_key(rows, keys, [SEQUENCE]).where(~F.col(DELETED))
     else:
         no_deletes = cdc.new_deletes(rows, keys).limit(0)
-        table = cdc.scd2(rows, rows.limit(0), no_deletes, keys)
+        table = cdc.scd2(rows, _no_versions(rows), no_deletes, keys, str(validity))
     table = table.drop(DELETED).cache()
     partition_by = [column for column, _ in source.partition_columns]
     lake.replace(SILVER, source.name, table, markers, partition_by)
@@ -55,9 +74,10 @@ def keep(
     source: SourceDeclaration,
     rows: DataFrame,
     markers: Markers,
+    validity: str | None = None,
 ) -> int:
     """Write the batch's valid ``rows`` to ``silver.<source>`` as its mode says; returns the
-    rows written (appended, or merged)."""
+    rows written (appended, or merged). ``validity``: ``cdc-scd2``'s ``valid_from`` type."""
     partition_by = [column for column, _ in source.partition_columns]
     merge = {"markers": markers, "partition_by": partition_by, "within_partitions": False}
     if source.mode == "append":
@@ -79,9 +99,9 @@ def keep(
             SILVER, source.name, newest, keys, update_when=cdc.NEWER, delete_flag=DELETED, **merge
         )
         return newest.count()
-    versions = _stored(lake, spark, source.name, changed, rows)
+    versions = _stored(lake, spark, source.name, changed, _no_versions(rows))
     # Computed before the merge: it reads the rows the merge replaces.
-    history = cdc.scd2(rows, versions, deletes, keys).localCheckpoint()
+    history = cdc.scd2(rows, versions, deletes, keys, str(validity)).localCheckpoint()
     lake.merge(SILVER, source.name, history, [*keys, cdc.VALID_FROM], **merge)
     return history.count()
 
@@ -104,6 +124,11 @@ def record_deletes(
     else:
         keys = [*source.keys, SEQUENCE]
         lake.merge(SILVER, table, deleted, keys, markers=markers)
+
+
+def _no_versions(rows: DataFrame) -> DataFrame:
+    """No stored versions, in the shape of a new table's (``valid_from`` the sequence)."""
+    return rows.limit(0).withColumnRenamed(SEQUENCE, cdc.VALID_FROM)
 
 
 def _stored(

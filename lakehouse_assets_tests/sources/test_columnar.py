@@ -96,15 +96,15 @@ def test_debezium_changes_in_columns() -> None:
     records = batch([ENVELOPE, None, deleted])  # a tombstone after the delete
     cdc = spec(format="debezium-json", mode="cdc-scd1", keys=("id",), order_by="source.lsn")
     assert columnar.read(records, cdc) is not None
-    got = [{k: r[k] for k in ("id", "n", "_op", "_sequence", "_deleted", "_skipped", "reason")}
-           for r in rows(next(read_batches(iter([records]), cdc)))]  # fmt: skip
+    columns = ("id", "n", "_op", "_sequence", "_order_kind", "_deleted", "_skipped", "reason")
+    got = [{k: r[k] for k in columns} for r in rows(next(read_batches(iter([records]), cdc)))]
     assert got == [
-        {"id": 5, "n": 1, "_op": "u", "_sequence": Decimal(90), "_deleted": False,
-         "_skipped": False, "reason": None},
-        {"id": None, "n": None, "_op": None, "_sequence": None, "_deleted": False,
-         "_skipped": True, "reason": None},
-        {"id": 6, "n": None, "_op": "d", "_sequence": Decimal(91), "_deleted": True,
-         "_skipped": False, "reason": None},
+        {"id": 5, "n": 1, "_op": "u", "_sequence": Decimal(90), "_order_kind": "long",
+         "_deleted": False, "_skipped": False, "reason": None},
+        {"id": None, "n": None, "_op": None, "_sequence": None, "_order_kind": None,
+         "_deleted": False, "_skipped": True, "reason": None},
+        {"id": 6, "n": None, "_op": "d", "_sequence": Decimal(91), "_order_kind": "long",
+         "_deleted": True, "_skipped": False, "reason": None},
     ]  # fmt: skip
     by_offset = spec(format="debezium-json", mode="cdc-scd1", keys=("id",))
     sequences = [r["_sequence"] for r in rows(next(read_batches(iter([records]), by_offset)))]

@@ -1,9 +1,9 @@
 """Every batch shape a keyed source meets, one batch after another on one table per mode
 (issue 31): an empty batch (a bronze version without new rows, as OPTIMIZE makes), a batch whose
 records are all quarantined, one of only deletes of keys never seen, all three before the table
-holds a row; then inserts, only deletes (of a key held and of one never seen), and a mixed batch
-(a reject, an update, an insert, a key inserted again after its delete, a delete of a key never
-seen, a duplicate, a late older change, '' beside NULL).
+holds a row; then inserts, only deletes (of a key held and of one never seen), only updates, and
+a mixed batch (a reject, an update, an insert, a key inserted again after its delete, a delete of
+a key never seen, a duplicate, a late older change, '' beside NULL).
 
 Batches go to ``refine`` as bronze rows (no Kafka, no Dagster: its reading, quarantine and merges
 are what is tested). After each batch the table must equal what a plain-Python model of the
@@ -60,6 +60,7 @@ BATCHES: list[tuple[str, list[Event]]] = [
     ("deletes of keys never seen", [("delete", 8, 2, None), ("delete", 9, 3, None)]),
     ("inserts", [("upsert", 1, 10, "a"), ("upsert", 2, 11, "b"), ("upsert", 3, 12, None)]),
     ("deletes only, one key never seen", [("delete", 2, 20, None), ("delete", 7, 21, None)]),
+    ("updates only", [("upsert", 1, 25, "a2"), ("upsert", 3, 26, "c")]),
     ("mixed", [
         (MALFORMED, 1, 22, None),
         ("upsert", 1, 30, ""),  # '' beside 3's NULL
@@ -191,4 +192,42 @@ def test_every_batch_shape_leaves_the_table_as_the_model_says_and_the_source_mov
         seen = [event for _, events in BATCHES[: version + 1] for event in events]
         assert table(spark, lake, source, columns) == ordered(model(seen)), shape
     rejected = lake.read(spark, SILVER, f"{source.name}_quarantine").collect()
-    assert sorted(row.offset for row in rejected) == [0, 8], "the two malformed records, once"
+    assert sorted(row.offset for row in rejected) == [0, 10], "the two malformed records, once"
+    if mode == "cdc-scd2":  # the order values are integers (LSNs): so are the validity bounds
+        stored = lake.read(spark, SILVER, source.name).schema
+        assert [stored[c].dataType for c in ("valid_from", "valid_to")] == [LongType()] * 2
+
+
+def change(key: int, at: str | int, value: str, offset: int) -> tuple:
+    """A bronze row of a Debezium upsert of ``key`` ordered by ``source.lsn`` = ``at``."""
+    envelope = {"op": "u", "source": {"lsn": at}, "after": {"id": key, "v": value}}
+    return (json.dumps({"id": key}).encode(), json.dumps(envelope).encode(), "things", 0, offset,
+            AT, AT, "insert")  # fmt: skip
+
+
+def test_scd2_ordered_by_date_times_has_timestamp_validity_and_quarantines_a_number(
+    tmp_path: Path, resources: dict[str, Any], spark: SparkSession
+) -> None:
+    (tmp_path / "things.yaml").write_text(MODES["cdc-scd2"][0])
+    source = load_declaration(tmp_path / "things.yaml")
+    lake: LakeResource = resources["lake"]
+    first = [change(1, "2026-11-01T10:00:00Z", "a", 0), change(1, "2026-11-01T11:00:00Z", "b", 1)]
+    refine(lake, spark, source, spark.createDataFrame(first, BRONZE_SCHEMA), {"shapes": 0})
+    # A number where the table holds date-times: quarantined with its reason, the rest merged.
+    second = [change(2, 5, "x", 2), change(1, "2026-11-01T12:00:00.5Z", "c", 3)]
+    refine(lake, spark, source, spark.createDataFrame(second, BRONZE_SCHEMA), {"shapes": 1})
+    stored = lake.read(spark, SILVER, source.name)
+    assert [stored.schema[c].dataType for c in ("valid_from", "valid_to")] == [TimestampType()] * 2
+
+    def hour(h: int, micros: int = 0) -> dt.datetime:
+        return dt.datetime(2026, 11, 1, h, microsecond=micros)  # naive UTC, as Spark returns it
+
+    rows = stored.select("id", "valid_from", "valid_to", "v").collect()
+    assert sorted(tuple(row) for row in rows) == [
+        (1, hour(10), hour(11), "a"),
+        (1, hour(11), hour(12, 500_000), "b"),
+        (1, hour(12, 500_000), None, "c"),
+    ]
+    [rejected] = lake.read(spark, SILVER, f"{source.name}_quarantine").collect()
+    reason = "source.lsn is a long; valid_from holds timestamp"
+    assert (rejected.offset, rejected.reason) == (2, reason)

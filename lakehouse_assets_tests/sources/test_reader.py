@@ -8,6 +8,7 @@ from decimal import Decimal
 
 import pytest
 
+from lakehouse_assets.sources import cdc
 from lakehouse_assets.sources.reader import Reader, ReadSpec
 from lakehouse_assets.sources.values import observed
 
@@ -114,6 +115,32 @@ def test_debezium_envelopes(envelope, expected) -> None:
 )  # fmt: skip
 def test_envelopes_that_are_not_changes_get_their_reason(envelope, reason) -> None:
     assert read(envelope, ROW, **CDC)["reason"] == reason
+
+
+@pytest.mark.parametrize(
+    ("lsn", "sequence", "kind"),
+    [
+        (7, Decimal(7), "long"),
+        (7.25, Decimal("7.250000"), "double"),
+        ("2026-11-01T00:00:01Z", Decimal(1_793_491_201_000_000), "timestamp"),  # epoch micros
+    ],
+)
+def test_an_order_value_is_a_sequence_of_its_kind(lsn, sequence, kind) -> None:
+    got = read({"op": "c", "after": {"id": 1}, "source": {"lsn": lsn}}, ROW, **CDC)
+    assert (got["_sequence"], got["_order_kind"]) == (sequence, kind)
+
+
+@pytest.mark.parametrize(
+    ("kinds", "validity"),
+    [
+        ({"long"}, "bigint"),
+        ({"long", "double"}, "double"),
+        ({"timestamp"}, "timestamp"),
+        ({"timestamp", "long"}, "decimal(38,6)"),  # the sequence itself
+    ],
+)
+def test_valid_from_takes_the_type_of_the_order_values(kinds, validity) -> None:
+    assert cdc.validity_type(kinds) == validity
 
 
 def test_a_debezium_tombstone_is_skipped_and_ordering_by_offset_uses_the_offset() -> None:

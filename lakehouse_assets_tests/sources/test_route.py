@@ -312,7 +312,8 @@ def test_a_batch_with_no_document_to_fetch_leaves_the_source_moving(
     store: tuple[str, dict[str, str]],
 ) -> None:
     """A first batch of deletes only (one of a case never seen) and of notices filtered out
-    fetches no document: the run succeeds, and the next batch's case is routed."""
+    fetches no document: the run succeeds, and the next batch's case is routed; a third batch
+    of deletes only (of that case, and of one never seen) empties its table."""
     url, tables = store
     source = declare(tmp_path, tables)
     for topic in ("case-sql", "form-sql", "location"):
@@ -345,3 +346,15 @@ def test_a_batch_with_no_document_to_fetch_leaves_the_source_moving(
     assert table_rows(spark, resources["lake"], "demo_case_sql_child", child) == [
         {"_id": "c3", "properties__dob": "2026-11-04", "month": dt.date(2026, 11, 1)}
     ]
+
+    # Deletes only, on the table the second batch made: of its case, and of one never seen.
+    send(broker, "case-sql", [
+        notice("c3", "CommCareCase", "child", 6, deletion=True),
+        notice("c5", "CommCareCase-Deleted", None, 7),
+    ])  # fmt: skip
+
+    third = run(source, resources, instance, url)
+
+    assert (third["notices_read"], third["records_rejected"]) == (2, 0)
+    assert third["document_store_queries"] == 0
+    assert table_rows(spark, resources["lake"], "demo_case_sql_child", child) == []
