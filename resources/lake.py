@@ -6,26 +6,17 @@ and writes every table; delta-rs reads their logs where no Spark is needed.
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Sequence
 from typing import Any
 
 import dagster as dg
 from deltalake import DeltaTable
-from pyarrow import fs
 from pydantic import Field
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from resources import delta, delta_merge
+from resources import delta, delta_merge, files
 from resources.delta import Markers, PartitionFilters, hadoop_uri
-
-
-def _location(uri: str) -> tuple[fs.FileSystem, str]:
-    """The file system pyarrow knows (local, s3://, gs://, abfss://) of ``uri``, and its path."""
-    if "://" not in uri:
-        return fs.LocalFileSystem(), uri
-    return fs.FileSystem.from_uri(uri.replace("s3a://", "s3://", 1))
 
 
 class LakeResource(dg.ConfigurableResource):
@@ -85,34 +76,15 @@ class LakeResource(dg.ConfigurableResource):
 
     def read_text(self, *parts: str) -> str | None:
         """The text of the file at ``<root>/<parts...>``, or None when there is none."""
-        filesystem, path = _location(self.path(*parts))
-        try:
-            with filesystem.open_input_stream(path) as stream:
-                return stream.read().decode()
-        except FileNotFoundError:
-            return None
+        return files.read_text(self.path(*parts))
 
     def write_text(self, text: str, *parts: str) -> None:
-        """Write ``text`` to the file at ``<root>/<parts...>``, whole: a reader sees the old file
-        or the new one (written beside it, then renamed, where the file system can rename)."""
-        filesystem, path = _location(self.path(*parts))
-        folder = path.rsplit("/", 1)[0]
-        filesystem.create_dir(folder, recursive=True)
-        partial = f"{folder}/.{uuid.uuid4().hex}.partial"
-        with filesystem.open_output_stream(partial) as stream:
-            stream.write(text.encode())
-        filesystem.move(partial, path)
+        """Write ``text`` to the file at ``<root>/<parts...>``, whole (``files.write_text``)."""
+        files.write_text(self.path(*parts), text)
 
     def tables(self, layer: str) -> list[str]:
         """The names of the tables of ``layer`` in the lake (folders with a Delta log)."""
-        filesystem, path = _location(self.path(layer))
-        selector = fs.FileSelector(path, allow_not_found=True)
-        folders = [i.base_name for i in filesystem.get_file_info(selector)
-                   if i.type == fs.FileType.Directory]  # fmt: skip
-        logs = [filesystem.get_file_info(f"{path}/{name}/_delta_log") for name in folders]
-        return sorted(
-            n for n, log in zip(folders, logs, strict=True) if log.type != fs.FileType.NotFound
-        )
+        return files.delta_folders(self.path(layer))
 
     # ----- the log -----------------------------------------------------------------------------
     def find(self, layer: str, table: str) -> DeltaTable | None:

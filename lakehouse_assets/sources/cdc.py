@@ -82,13 +82,15 @@ def scd2(
     versions: DataFrame,
     deletes: DataFrame,
     keys: Sequence[str],
-    validity: str = SEQUENCE_SQL_TYPE,
+    validity: str | None = None,
 ) -> DataFrame:
     """Every version of the keys of ``changes``, recomputed from the stored ``versions`` and
     ``deletes`` of those keys and the new changes: each non-delete change is a version valid
     from its sequence until the next change of its key (``valid_to`` null and ``is_current``
     while there is none; a delete closes the version before it and opens none). ``valid_from``
-    and ``valid_to`` are of type ``validity`` (see ``validity_type``)."""
+    and ``valid_to`` are of type ``validity`` (see ``validity_type``; by default the decimal
+    sequence)."""
+    validity = validity or SEQUENCE_SQL_TYPE
     stored_type = versions.schema[VALID_FROM].dataType.simpleString()
     stored = (
         versions.drop(VALID_TO, IS_CURRENT)

@@ -59,7 +59,7 @@ def replace(
         table = transforms.newest_per_key(rows, keys, [SEQUENCE]).where(~F.col(DELETED))
     else:
         no_deletes = cdc.new_deletes(rows, keys).limit(0)
-        table = cdc.scd2(rows, _no_versions(rows), no_deletes, keys, str(validity))
+        table = cdc.scd2(rows, _no_versions(rows), no_deletes, keys, validity)
     table = table.drop(DELETED).cache()
     partition_by = [column for column, _ in source.partition_columns]
     lake.replace(SILVER, source.name, table, markers, partition_by)
@@ -101,7 +101,7 @@ def keep(
         return newest.count()
     versions = _stored(lake, spark, source.name, changed, _no_versions(rows))
     # Computed before the merge: it reads the rows the merge replaces.
-    history = cdc.scd2(rows, versions, deletes, keys, str(validity)).localCheckpoint()
+    history = cdc.scd2(rows, versions, deletes, keys, validity).localCheckpoint()
     lake.merge(SILVER, source.name, history, [*keys, cdc.VALID_FROM], **merge)
     return history.count()
 

@@ -1,0 +1,49 @@
+"""Plain files under the lake root (schema files, the landing zone's folders), on any file
+system pyarrow knows: a local folder, s3://, gs://, abfss://."""
+
+from __future__ import annotations
+
+import uuid
+
+from pyarrow import fs
+
+
+def _location(uri: str) -> tuple[fs.FileSystem, str]:
+    """The file system of ``uri``, and its path there."""
+    if "://" not in uri:
+        return fs.LocalFileSystem(), uri
+    return fs.FileSystem.from_uri(uri.replace("s3a://", "s3://", 1))
+
+
+def read_text(uri: str) -> str | None:
+    """The text of the file at ``uri``, or None when there is none."""
+    filesystem, path = _location(uri)
+    try:
+        with filesystem.open_input_stream(path) as stream:
+            return stream.read().decode()
+    except FileNotFoundError:
+        return None
+
+
+def write_text(uri: str, text: str) -> None:
+    """Write ``text`` to the file at ``uri``, whole: a reader sees the old file or the new one
+    (written beside it, then renamed, where the file system can rename)."""
+    filesystem, path = _location(uri)
+    folder = path.rsplit("/", 1)[0]
+    filesystem.create_dir(folder, recursive=True)
+    partial = f"{folder}/.{uuid.uuid4().hex}.partial"
+    with filesystem.open_output_stream(partial) as stream:
+        stream.write(text.encode())
+    filesystem.move(partial, path)
+
+
+def delta_folders(uri: str) -> list[str]:
+    """The names of the folders in ``uri`` that hold a Delta log, sorted."""
+    filesystem, path = _location(uri)
+    selector = fs.FileSelector(path, allow_not_found=True)
+    folders = [i.base_name for i in filesystem.get_file_info(selector)
+               if i.type == fs.FileType.Directory]  # fmt: skip
+    logs = [filesystem.get_file_info(f"{path}/{name}/_delta_log") for name in folders]
+    return sorted(
+        n for n, log in zip(folders, logs, strict=True) if log.type != fs.FileType.NotFound
+    )
