@@ -8,31 +8,64 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from lakehouse_assets.devtools.broker import DEFAULT_BROKER_PORT
 from resources import ENV_AS_OF_DATE, ENV_KAFKA_BOOTSTRAP_SERVERS, ENV_LAKEHOUSE_ROOT
 
 
 def migrate() -> None:
-    """Upgrade the lake's tables written by earlier versions (see
-    ``lakehouse_assets.migrations``), on the configured lake and Spark."""
+    """Take over a lake written by earlier versions (see ``lakehouse_assets.migrations``), on the
+    configured lake and Spark: check every table with Delta Lake for Spark, upgrade the tables of
+    earlier layouts, carry the streams' markers over, rebuild the tables whose rule changed."""
     from lakehouse_assets import migrations
     from resources import build_resources
 
     resources = build_resources()
     lake = resources["lake"]
-    upgrades = migrations.pending(lake)
-    if not upgrades:
-        print(f"Every table of the lake at {lake.root_uri} is in this version's layout.")
-        return
     spark = resources["spark"].get_session()
-    for upgrade in upgrades:
-        try:
+    try:
+        protocols = migrations.table_protocols(spark, lake)
+        print(f"Delta Lake for Spark reads the {len(protocols)} tables of {lake.root_uri}:")
+        print("\n".join(f"  {line}" for line in protocols))
+        for upgrade in migrations.pending(lake):
             version = migrations.migrate(spark, lake, upgrade)
-        except migrations.MigrationError as error:
-            sys.exit(str(error))
-        rows = lake.row_count(upgrade.layer, upgrade.table)
-        print(f"{upgrade.layer}.{upgrade.table}: {upgrade.change} ({rows} rows, version {version})")
+            rows = lake.row_count(upgrade.layer, upgrade.table)
+            print(f"{upgrade.layer}.{upgrade.table}: {upgrade.change} ({rows} rows, "
+                  f"version {version})")  # fmt: skip
+    except migrations.MigrationError as error:
+        sys.exit(str(error))
+    for table, batch in migrations.carry_stream_markers(spark, lake).items():
+        print(f"bronze.{table}: its stream's batch {batch} recorded for Delta's streaming sink")
+    for table in _rebuild_incomplete(resources):
+        print(f"silver.{table}: rebuilt from bronze (it lacked rows this version keeps)")
+    print("The lake is up to date with this version.")
+
+
+def _rebuild_incomplete(resources: dict[str, Any]) -> list[str]:
+    """Rebuild (a full refresh, recorded in the Dagster instance of ``DAGSTER_HOME`` when set)
+    each parsed silver table that lacks rows all of bronze gives it; returns their names."""
+    import dagster as dg
+
+    from lakehouse_assets.constants import SILVER, asset_key
+    from lakehouse_assets.definitions import all_assets
+    from lakehouse_assets.silver.parsed import PARSED_TABLES, keys_missing
+
+    lake, spark = resources["lake"], resources["spark"].get_session()
+    incomplete = [spec for spec in PARSED_TABLES if keys_missing(lake, spark, spec)]
+    if not incomplete:
+        return []
+    home = os.environ.get("DAGSTER_HOME")
+    with dg.DagsterInstance.get() if home else dg.DagsterInstance.ephemeral() as instance:
+        for spec in incomplete:
+            dg.materialize(
+                all_assets,
+                selection=[asset_key(SILVER, spec.table), asset_key(SILVER, spec.quarantine_table)],
+                resources=resources,
+                instance=instance,
+                run_config={"ops": {f"silver_{spec.table}": {"config": {"full_refresh": True}}}},
+            )
+    return [spec.table for spec in incomplete]
 
 
 def sources() -> None:

@@ -119,7 +119,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--home", type=Path, default=Path(".lakehouse"), help="state and logs (default .lakehouse)"
     )
     commands.add_parser(
-        "migrate", help="upgrade the lake's tables written by earlier versions of the lakehouse"
+        "migrate", help="take over a lake written by earlier versions (run once, no run writing)"
     )
     commands.add_parser("sources", help="list the declared sources; fail on invalid files")
     run_profile = commands.add_parser("profile", help="print the column profile of a table")

@@ -16,10 +16,25 @@ back, and nothing already in the lake is lost.
 An upgrade rewrites the table in one commit whose files are marked as no data change, so the
 silver tables reading its change data feed do not take the rows again, and the streams' exactly-
 once markers are kept. Run it while no run writes to the lake.
+
+A lake of the versions before Delta Lake for Spark and Spark's Kafka source (tables written by
+delta-rs, streams read by a Python Kafka source) is taken over in place:
+
+- Every table is read by Delta Lake for Spark first (``DESCRIBE DETAIL``): its protocol and
+  features are printed, and a table Delta cannot read stops the migration naming it.
+- The streams keep their checkpoints (their offsets are in the form Spark's Kafka source reads).
+  Each bronze table recorded its stream's batches as ``<stream>/<query id>``; Delta's streaming
+  sink looks for the query id alone. The last batch is recorded again under that id, so a batch
+  the table holds but the checkpoint did not mark as done (a run killed between the two) is
+  skipped when the stream runs it again, not written twice.
+- ``silver.users`` kept only each user's latest registration; it now keeps them all. When
+  bronze holds a registration the table lacks, the table is rebuilt from bronze (a full refresh,
+  recorded in the Dagster instance) and the silver tables reading it follow on their next run.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -30,6 +45,8 @@ from pyspark.sql.types import StructType
 from lakehouse_assets.bronze.transforms import KAFKA_BRONZE_PARTITION
 from lakehouse_assets.constants import (
     BRONZE,
+    CHECKPOINTS_DIR,
+    GOLD,
     GYM_LOGS,
     KAFKA_TOPICS,
     LANDING_COLUMNS,
@@ -39,7 +56,9 @@ from lakehouse_assets.constants import (
     SILVER,
     USERS,
     consumer_app_id,
+    stream_name,
 )
+from lakehouse_assets.profiling.store import PROFILES
 from lakehouse_assets.silver.validation import joined_line
 from resources import LakeResource, delta
 from resources.kafka import HEADERS_SQL_TYPE
@@ -189,3 +208,56 @@ def migrate(spark: SparkSession, lake: LakeResource, upgrade: Upgrade) -> int:
     for table, app_id in readers:
         delta.commit_markers(spark, lake.table_uri(SILVER, table), {app_id: rewritten})
     return rewritten
+
+
+# ----- lakes of the delta-rs era -----------------------------------------------------------------
+LAYERS = (BRONZE, SILVER, GOLD, PROFILES)
+
+
+def table_protocols(spark: SparkSession, lake: LakeResource) -> list[str]:
+    """``layer.table: reader N, writer N, features`` of every table, as Delta Lake for Spark reads
+    it (one ``DESCRIBE DETAIL`` each).
+
+    Raises:
+        MigrationError: Delta Lake for Spark cannot read a table.
+    """
+    described = []
+    for layer in LAYERS:
+        for table in lake.tables(layer):
+            uri = lake.table_uri(layer, table)
+            try:
+                detail = spark.sql(f"DESCRIBE DETAIL {delta.table_name(uri)}").first()
+            except Exception as error:
+                raise MigrationError(
+                    f"Delta Lake for Spark cannot read {layer}.{table} ({uri}): {error}"
+                ) from error
+            assert detail is not None
+            features = ", ".join(detail["tableFeatures"] or []) or "no table features"
+            described.append(
+                f"{layer}.{table}: reader {detail['minReaderVersion']}, writer "
+                f"{detail['minWriterVersion']}, {features}"
+            )
+    return described
+
+
+def stream_query_id(lake: LakeResource, table: str) -> str | None:
+    """The query id in the checkpoint of the stream filling ``bronze.<table>``."""
+    text = lake.read_text(CHECKPOINTS_DIR, stream_name(BRONZE, table), "metadata")
+    return json.loads(text)["id"] if text else None
+
+
+def carry_stream_markers(spark: SparkSession, lake: LakeResource) -> dict[str, int]:
+    """Record each bronze table's last batch of the earlier version's stream under the app id
+    Delta's streaming sink uses (the query id alone); returns ``{table: batch}`` recorded."""
+    carried = {}
+    for table in lake.tables(BRONZE):
+        query_id = stream_query_id(lake, table)
+        snapshot = lake.find(BRONZE, table)
+        if query_id is None or snapshot is None:
+            continue
+        earlier = snapshot.transaction_version(f"{stream_name(BRONZE, table)}/{query_id}")
+        current = snapshot.transaction_version(query_id)
+        if earlier is not None and (current is None or current < earlier):
+            delta.commit_markers(spark, lake.table_uri(BRONZE, table), {query_id: earlier})
+            carried[table] = earlier
+    return carried

@@ -3,31 +3,54 @@ keeping every row, the streams' markers and what downstream has already consumed
 
 from __future__ import annotations
 
+import base64
 import json
+import shutil
+import tarfile
+from collections import Counter
 from datetime import UTC, date, datetime
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
 import pytest
+from kafka import KafkaProducer
+from kafka.admin import KafkaAdminClient, NewTopic
 from pyspark.sql import SparkSession
 
-from lakehouse_assets import cli, migrations
+from lakehouse_assets import cli, migrations, sample_data
 from lakehouse_assets.constants import (
     BRONZE,
+    CHECKPOINTS_DIR,
+    GYM_SUMMARY,
     HEART_RATE,
+    KAFKA_TOPICS,
+    LANDING_COLUMNS,
+    LANDING_DIR,
     LANDING_REGISTERED_USERS,
     SILVER,
     TOPIC_BPM,
     TOPIC_WORKOUT,
     USERS,
+    WORKOUT_BPM_SUMMARY,
     asset_key,
+    stream_name,
 )
+from lakehouse_assets.demo import materialize_graph
 from lakehouse_assets.devtools.broker import EmbeddedBroker
 from lakehouse_assets.migrations import OutdatedTableError
-from lakehouse_assets.sample_data import Message, produce
+from lakehouse_assets.sample_data import LandingFile, Message, produce
 from lakehouse_assets.silver.assets import silver_assets
+from lakehouse_assets.silver.parsed import PARSED_TABLES, keys_missing
 from lakehouse_assets_tests.bronze.helpers import BPM_ASSET, HEART_RATE_ASSET
-from resources import ENV_KAFKA_BOOTSTRAP_SERVERS, ENV_LAKEHOUSE_ROOT, LakeResource
+from lakehouse_assets_tests.test_end_to_end import AS_OF, assert_reports_match, gold_rows
+from resources import (
+    ENV_AS_OF_DATE,
+    ENV_KAFKA_BOOTSTRAP_SERVERS,
+    ENV_LAKEHOUSE_ROOT,
+    LakeResource,
+    build_resources,
+)
 
 # The layouts of the earlier version.
 OLD_KAFKA_BRONZE = (
@@ -112,5 +135,122 @@ def test_old_tables_are_refused_then_upgraded_keeping_rows_markers_and_consumers
     assert lake.row_count(BRONZE, TOPIC_BPM) == 3
     assert (lake.row_count(SILVER, HEART_RATE), lake.row_count(SILVER, "bpm_quarantine")) == (2, 1)
 
+
+# A lake made by the version before Delta Lake for Spark and Spark's Kafka source (2dae931:
+# tables written by delta-rs, streams read by a Python Kafka source), by
+# fixtures/make_lake_2dae931.py at EARLIER_ROOT, with every record its broker held.
+EARLIER_LAKE = Path(__file__).parent / "fixtures" / "lake_2dae931.tar.gz"
+EARLIER_ROOT = "/tmp/oldfix/lake"
+# User 2 registered twice in the earlier lake's landing files (its registered_users CSV lines
+# "2,1002,a2:4e:00:00:00:02,1704078026" and "...,1793595411"); its silver.users kept the latest.
+USER_2_REGISTRATIONS = {1704078026, 1793595411}
+
+
+def unpack_earlier_lake(root: Path) -> list[dict[str, Any]]:
+    """The earlier version's lake at ``root`` (its file streams' logs, which name the files they
+    read, re-pointed there: the lake moved), and the records its broker held."""
+    with tarfile.open(EARLIER_LAKE) as archive:
+        archive.extractall(root.parent / "earlier", filter="data")
+    shutil.move(root.parent / "earlier" / "lake", root)
+    for log in root.glob("_checkpoints/*/sources/0/[0-9]*"):
+        log.write_text(log.read_text().replace(f"file://{EARLIER_ROOT}/", f"file://{root}/"))
+        (log.parent / f".{log.name}.crc").unlink()  # Hadoop would find the checksum wrong
+    return json.loads((root.parent / "earlier" / "records.json").read_text())["records"]
+
+
+def replay(bootstrap_servers: str, records: list[dict[str, Any]]) -> None:
+    """Give the broker the earlier broker's records at the same partitions and offsets."""
+    partitions = Counter(r["topic"] for r in records if r["offset"] == 0)
+    for topic in partitions:
+        partitions[topic] = 1 + max(r["partition"] for r in records if r["topic"] == topic)
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers)
+    admin.create_topics([NewTopic(t, n, 1) for t, n in partitions.items()])
+    admin.close()
+    producer = KafkaProducer(bootstrap_servers=bootstrap_servers)
+    for r in sorted(records, key=lambda r: (r["topic"], r["partition"], r["offset"])):
+        key, value = (
+            base64.b64decode(r[f]) if r[f] is not None else None for f in ("key", "value")
+        )
+        sent = producer.send(r["topic"], key=key, value=value, partition=r["partition"],
+                             timestamp_ms=r["timestamp"]).get(timeout=30)  # fmt: skip
+        assert sent.offset == r["offset"]
+    producer.close()
+
+
+def earlier_sample(root: Path, records: list[dict[str, Any]]) -> sample_data.SampleData:
+    """The earlier lake's data as the oracle takes it: its records in production order (by
+    timestamp) and its landing files."""
+    ordered = sorted(
+        records, key=lambda r: (r["timestamp"], r["topic"], r["partition"], r["offset"])
+    )
+    messages = [
+        Message(r["topic"], base64.b64decode(r["key"]) if r["key"] else None,
+                base64.b64decode(r["value"]).decode())
+        for r in ordered
+    ]  # fmt: skip
+    files = [
+        LandingFile(path.parent.name, path.name, path.read_text())
+        for path in sorted(root.glob(f"{LANDING_DIR}/*/*.csv"))
+    ]
+    return sample_data.SampleData(messages, files)
+
+
+def registrations(lake: LakeResource, spark: SparkSession, user_id: int) -> set[int]:
+    rows = lake.read(spark, SILVER, USERS).where(f"user_id = {user_id}").collect()
+    return {int(row.registration_timestamp.timestamp()) for row in rows}
+
+
+def test_a_lake_of_the_delta_rs_era_is_taken_over_and_every_record_lands_once(
+    broker: EmbeddedBroker,
+    resources: dict[str, Any],
+    lake_root: Path,
+    spark: SparkSession,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    lake: LakeResource = resources["lake"]
+    records = unpack_earlier_lake(lake_root)
+    earlier = earlier_sample(lake_root, records)
+    replay(broker.bootstrap_servers, records)
+    # A run killed after bronze.bpm's commit, before its checkpoint marked the batch done.
+    done = lake_root / CHECKPOINTS_DIR / stream_name(BRONZE, TOPIC_BPM) / "commits"
+    for name in ("0", ".0.crc"):
+        (done / name).unlink()
+    assert registrations(lake, spark, 2) == {max(USER_2_REGISTRATIONS)}  # the earlier rule
+
+    monkeypatch.setenv(ENV_LAKEHOUSE_ROOT, lake.root)
+    monkeypatch.setenv(ENV_KAFKA_BOOTSTRAP_SERVERS, broker.bootstrap_servers)
+    monkeypatch.setenv(ENV_AS_OF_DATE, AS_OF.isoformat())
     cli.main(["migrate"])
-    assert "is in this version's layout" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "Delta Lake for Spark reads the 20 tables" in printed
+    assert "bronze.bpm: reader 1, writer 4" in printed
+    assert "bronze.bpm: its stream's batch 0 recorded for Delta's streaming sink" in printed
+    assert "silver.users: rebuilt from bronze" in printed
+    assert registrations(lake, spark, 2) == USER_2_REGISTRATIONS
+
+    later = sample_data.generate(users=3, days=1, first_day=date(2026, 11, 3), seed=42)
+    sample_data.write_landing(lake_root, later.files)
+    sample_data.produce(broker.bootstrap_servers, later.messages)
+    results = materialize_graph(build_resources())
+    assert all(result.success for result in results)
+
+    batches = [earlier, later]
+    for topic in KAFKA_TOPICS:
+        rows = lake.read(spark, BRONZE, topic).select("partition", "offset")
+        produced = sum(r["topic"] == topic for r in records) + sum(
+            m.topic == topic for m in later.messages
+        )
+        assert (rows.count(), rows.distinct().count()) == (produced, produced), topic
+    for source in LANDING_COLUMNS:
+        lines = lake.read(spark, BRONZE, source).groupBy("source_file").count().collect()
+        expected = {f.name: len(f.text.splitlines()) for b in batches for f in b.files
+                    if f.source == source}  # fmt: skip
+        assert {Path(r.source_file).name: r["count"] for r in lines} == expected
+    assert_reports_match(
+        gold_rows(lake, WORKOUT_BPM_SUMMARY), gold_rows(lake, GYM_SUMMARY), lake, batches
+    )
+
+    # Nothing is left to carry over or rebuild.
+    assert migrations.carry_stream_markers(spark, lake) == {}
+    assert keys_missing(lake, spark, next(s for s in PARSED_TABLES if s.table == USERS)) == 0
