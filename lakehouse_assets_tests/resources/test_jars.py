@@ -78,3 +78,4 @@ def test_delta_sql_runs_on_the_sessions_spark(spark: SparkSession, tmp_path: Pat
     history = spark.sql(f"DESCRIBE HISTORY {table}").orderBy("version").collect()
     assert [row["operation"] for row in history] == ["CREATE TABLE", "WRITE", "MERGE"]
     assert spark.conf.get("spark.sql.extensions") == DELTA_SETTINGS["spark.sql.extensions"]
+    assert spark.conf.get("spark.sql.codegen.cache.maxEntries") == "5000"
