@@ -1,0 +1,87 @@
+"""Benchmark: the sample graph with and without extra Spark settings, taking turns.
+
+What it measures
+----------------
+Each round starts a new Spark Connect server (one with the project's settings, one with the
+settings given as JSON on top) and an embedded broker, produces the sample (``--users`` users,
+2 days) once, then materializes the whole graph twice on that server, each time into a new lake
+(the second graph shows what a server that stays up pays: the tests' shared server, a long-lived
+production one). The servers take turns (A B, A B...), so drift of a noisy machine falls on both.
+It prints each graph's wall time and the ratio of the medians. Profiles are off (as in the tests).
+
+Usage::
+
+    .venv/bin/python benchmarks/spark_settings.py \\
+        '{"spark.sql.codegen.cache.maxEntries": "100"}' [--users 20] [--rounds 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+from lakehouse_assets import sample_data  # noqa: E402
+from lakehouse_assets.demo import materialize_graph  # noqa: E402
+from lakehouse_assets.devtools.broker import EmbeddedBroker  # noqa: E402
+from lakehouse_assets.devtools.spark_server import SparkConnectServer  # noqa: E402
+from resources import build_resources  # noqa: E402
+
+GRAPHS_PER_SERVER = 2
+
+
+def graphs(settings: dict[str, str], users: int) -> list[float]:
+    """The wall times of the graphs run on one new server with ``settings``."""
+    times = []
+    with (
+        EmbeddedBroker() as broker,
+        SparkConnectServer(quick_start=True, quick_jit=False, conf=settings) as server,
+    ):
+        sample = sample_data.generate(users, 2)
+        sample_data.produce(broker.bootstrap_servers, sample.messages)
+        for _ in range(GRAPHS_PER_SERVER):
+            with tempfile.TemporaryDirectory(prefix="spark-settings-") as root:
+                sample_data.write_landing(root, sample.files)
+                resources = build_resources(
+                    {"LAKEHOUSE_ROOT": root, "KAFKA_BOOTSTRAP_SERVERS": broker.bootstrap_servers,
+                     "SPARK_REMOTE": server.url}
+                )  # fmt: skip
+                started = time.monotonic()
+                results = materialize_graph(resources)
+                times.append(time.monotonic() - started)
+                assert all(result.success for result in results)
+                resources["spark"].get_session().stop()
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="The sample graph with and without settings")
+    parser.add_argument("settings", help="the settings of run B, as a JSON object")
+    parser.add_argument("--users", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
+    os.environ["LAKEHOUSE_PROFILE"] = "off"
+    extra = json.loads(args.settings)
+    runs: dict[str, list[list[float]]] = {"A": [], "B": []}
+    for _ in range(args.rounds):
+        for name, settings in (("A", {}), ("B", extra)):
+            runs[name].append(graphs(settings, args.users))
+            print(f"{name} graphs: {', '.join(f'{t:.1f} s' for t in runs[name][-1])}", flush=True)
+    print(f"A: the project's settings; B: with {json.dumps(extra)}")
+    for n in range(GRAPHS_PER_SERVER):
+        a = statistics.median(r[n] for r in runs["A"])
+        b = statistics.median(r[n] for r in runs["B"])
+        print(f"graph {n + 1} on its server: A {a:.1f} s, B {b:.1f} s, B/A {b / a:.2f}")
+
+
+if __name__ == "__main__":
+    main()
