@@ -56,5 +56,6 @@ def test_both_instances_use_the_monitored_launcher(instance_file: str) -> None:
         MonitoredRunLauncher.__name__,
     )
     assert config["run_monitoring"]["enabled"] is True
+    assert config["run_monitoring"]["start_timeout_seconds"] == 90  # not Dagster's 180
     assert MonitoredRunLauncher().supports_check_run_worker_health
     assert isinstance(MonitoredRunLauncher(), dg.DefaultRunLauncher)
