@@ -150,7 +150,7 @@ def unpack_earlier_lake(root: Path) -> list[dict[str, Any]]:
     """The earlier version's lake at ``root`` (its file streams' logs, which name the files they
     read, re-pointed there: the lake moved), and the records its broker held."""
     with tarfile.open(EARLIER_LAKE) as archive:
-        archive.extractall(root.parent / "earlier", filter="data")
+        archive.extractall(root.parent / "earlier")  # the project's own archive
     shutil.move(root.parent / "earlier" / "lake", root)
     for log in root.glob("_checkpoints/*/sources/0/[0-9]*"):
         log.write_text(log.read_text().replace(f"file://{EARLIER_ROOT}/", f"file://{root}/"))
