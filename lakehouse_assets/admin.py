@@ -48,7 +48,7 @@ def _rebuild_incomplete(resources: dict[str, Any]) -> list[str]:
     import dagster as dg
 
     from lakehouse_assets.constants import SILVER, asset_key
-    from lakehouse_assets.definitions import all_assets
+    from lakehouse_assets.silver.assets import silver_assets
     from lakehouse_assets.silver.parsed import PARSED_TABLES, keys_missing
 
     lake, spark = resources["lake"], resources["spark"].get_session()
@@ -58,13 +58,9 @@ def _rebuild_incomplete(resources: dict[str, Any]) -> list[str]:
     home = os.environ.get("DAGSTER_HOME")
     with dg.DagsterInstance.get() if home else dg.DagsterInstance.ephemeral() as instance:
         for spec in incomplete:
-            dg.materialize(
-                all_assets,
-                selection=[asset_key(SILVER, spec.table), asset_key(SILVER, spec.quarantine_table)],
-                resources=resources,
-                instance=instance,
-                run_config={"ops": {f"silver_{spec.table}": {"config": {"full_refresh": True}}}},
-            )
+            asset = next(a for a in silver_assets if asset_key(SILVER, spec.table) in a.keys)
+            refresh = {"ops": {asset.op.name: {"config": {"full_refresh": True}}}}
+            dg.materialize([asset], resources=resources, instance=instance, run_config=refresh)
     return [spec.table for spec in incomplete]
 
 
