@@ -27,8 +27,10 @@ QUARANTINE_IDENTITY = ("source", "partition", "offset", "raw")  # offsets are nu
 
 
 def missing(expected: DataFrame, actual: DataFrame, columns: Sequence[str]) -> DataFrame:
-    """The rows of ``expected`` with no row of ``actual`` equal on ``columns`` (nulls equal)."""
-    present = actual.select(*[F.col(c).alias(f"_present_{c}") for c in columns]).distinct()
+    """The rows of ``expected`` with no row of ``actual`` equal on ``columns`` (nulls equal).
+    (An anti join only asks whether a match exists: ``actual`` is not made distinct first, which
+    would cost an aggregation of the whole table.)"""
+    present = actual.select(*[F.col(c).alias(f"_present_{c}") for c in columns])
     matches = [F.col(c).eqNullSafe(F.col(f"_present_{c}")) for c in columns]
     return expected.select(*columns).join(present, reduce(lambda a, b: a & b, matches), "left_anti")
 
