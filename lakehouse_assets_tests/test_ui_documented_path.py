@@ -1,6 +1,7 @@
 """The "Dagster UI" path (docs/dagster.md) as a new user walks it: an empty instance, the
 embedded broker, `lakehouse produce-sample`, then `lakehouse dev` (what `make dev` runs) with the
-daemon left to run everything by itself. Then, in headless Chromium: the gold table's page
+daemon left to run everything by itself, on the Spark Connect server `lakehouse dev` starts
+(no SPARK_REMOTE, as for a new user). Then, in headless Chromium: the gold table's page
 shows a non-zero row count and its column schema, and a sensor's latest tick says why it launched
 nothing.
 """
@@ -15,11 +16,13 @@ import time
 from pathlib import Path
 
 import dagster as dg
+import pytest
 from playwright.sync_api import expect, sync_playwright
 
 from lakehouse_assets.constants import GOLD, WORKOUT_BPM_SUMMARY, asset_key
 from lakehouse_assets.devtools.broker import EmbeddedBroker
 from lakehouse_assets_tests.test_ui import CHROMIUM_ARGS, REPO_ROOT, dagster_dev, dismiss_dialog
+from resources import ENV_SPARK_REMOTE
 
 GOLD_KEY = asset_key(GOLD, WORKOUT_BPM_SUMMARY)
 LAKEHOUSE = str(Path(sys.executable).parent / "lakehouse")
@@ -46,9 +49,11 @@ def wait_for_gold(home: Path, log: Path) -> int:
     raise TimeoutError(f"no gold rows in {WAIT_FOR_GOLD_S} s:\n{log.read_text()[-5000:]}")
 
 
+@pytest.mark.own_stack  # `lakehouse dev` starts its Connect server, as for a new user
 def test_the_documented_path_shows_gold_rows_columns_and_sensor_reasons(
-    tmp_path: Path, spark_remote: str | None
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.delenv(ENV_SPARK_REMOTE, raising=False)
     lake = tmp_path / "lake"
     with EmbeddedBroker() as broker:
         env = {
