@@ -34,7 +34,6 @@ delta-rs, streams read by a Python Kafka source) is taken over in place:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -60,7 +59,7 @@ from lakehouse_assets.constants import (
 )
 from lakehouse_assets.profiling.store import PROFILES
 from lakehouse_assets.silver.validation import joined_line
-from resources import LakeResource, delta
+from resources import LakeResource, checkpoints, delta
 from resources.kafka import HEADERS_SQL_TYPE
 
 MIGRATE_COMMAND = "lakehouse migrate"
@@ -240,18 +239,14 @@ def table_protocols(spark: SparkSession, lake: LakeResource) -> list[str]:
     return described
 
 
-def stream_query_id(lake: LakeResource, table: str) -> str | None:
-    """The query id in the checkpoint of the stream filling ``bronze.<table>``."""
-    text = lake.read_text(CHECKPOINTS_DIR, stream_name(BRONZE, table), "metadata")
-    return json.loads(text)["id"] if text else None
-
-
 def carry_stream_markers(spark: SparkSession, lake: LakeResource) -> dict[str, int]:
     """Record each bronze table's last batch of the earlier version's stream under the app id
     Delta's streaming sink uses (the query id alone); returns ``{table: batch}`` recorded."""
     carried = {}
     for table in lake.tables(BRONZE):
-        query_id = stream_query_id(lake, table)
+        query_id = checkpoints.query_id(
+            lake.spark_path(CHECKPOINTS_DIR, stream_name(BRONZE, table))
+        )
         snapshot = lake.find(BRONZE, table)
         if query_id is None or snapshot is None:
             continue

@@ -108,6 +108,16 @@ def set_aside(checkpoint: str) -> str:
     return checkpoint + suffix
 
 
+def query_id(checkpoint: str) -> str | None:
+    """The id of the streaming query the checkpoint belongs to (None: no checkpoint yet); Delta's
+    streaming sink records its batches under it."""
+    filesystem, root = _filesystem(checkpoint)
+    path = f"{root}/metadata"
+    if filesystem.get_file_info(path).type != fs.FileType.File:
+        return None
+    return json.loads("".join(_read_lines(filesystem, path)))["id"]
+
+
 def committed_offsets(checkpoint: str) -> Offsets | None:
     """The source offsets of the last batch the stream committed (None: no batch yet)."""
     filesystem, root = _filesystem(checkpoint)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from resources.checkpoints import kafka_caught_up, landing_caught_up
+from resources.checkpoints import kafka_caught_up, landing_caught_up, query_id
 
 
 def plan(checkpoint: Path, batch: int, offsets: dict[str, dict[str, int]]) -> None:
@@ -53,3 +53,12 @@ def test_a_file_stream_is_caught_up_when_it_has_read_every_complete_file(tmp_pat
     assert landing_caught_up(str(checkpoint), str(landing))
     (landing / "c.csv").write_text("x\n2\n")
     assert not landing_caught_up(str(checkpoint), str(landing))
+
+
+def test_the_query_id_is_read_from_the_checkpoints_metadata(tmp_path: Path) -> None:
+    checkpoint = tmp_path / "stream"
+    assert query_id(str(checkpoint)) is None  # before the stream's first run
+    checkpoint.mkdir()
+    # As Spark writes it (StreamMetadata): one JSON object naming the query.
+    (checkpoint / "metadata").write_text('{"id":"5a7c1d2e-0b4f-4c61-9d3a-2e8f6b1c9a40"}\n')
+    assert query_id(str(checkpoint)) == "5a7c1d2e-0b4f-4c61-9d3a-2e8f6b1c9a40"

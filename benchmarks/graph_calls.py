@@ -1,0 +1,152 @@
+"""Benchmark: where the sample graph's time goes, call by call to the Spark Connect server.
+
+What it measures
+----------------
+Starts a Spark Connect server and an embedded broker, produces the sample (``--users`` users,
+2 days) once, and materializes the whole graph twice on that server, each time into a new lake
+(the first pays the server's warm-up; the second is what a long-lived server pays). Every call
+the client makes to the server (execute, analyze, config) is timed and named by the project's
+line that made it and the Dagster step it ran in; a call made inside another (an execute that
+fetches) counts once. For the second graph it prints each step's calls and seconds, then the
+call sites by time. Profiles are off (as in the tests).
+
+It wraps methods of PySpark's Connect client and Dagster's step loop (internals of both): a
+diagnostic to read, not a figure to hold a target against.
+
+Usage::
+
+    .venv/bin/python benchmarks/graph_calls.py [--users 6] [--sites 40]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+CLIENT_CALLS = ("_analyze", "_execute_and_fetch", "execute_command", "config", "_execute")
+Key = tuple[str, str, str]  # (step, call, project call site)
+
+
+class CallLog:
+    """The client's calls by (step, call, site): [count, seconds]."""
+
+    def __init__(self) -> None:
+        self.calls: dict[Key, list[float]] = collections.defaultdict(lambda: [0, 0.0])
+        self.step = "(outside a step)"
+        self.inside = threading.local()
+
+    def wrap(self, owner: type, name: str) -> None:
+        original: Callable[..., Any] = getattr(owner, name)
+        log = self
+
+        def timed(client: Any, *args: Any, **kwargs: Any) -> Any:
+            if getattr(log.inside, "call", False):  # a call inside a timed call
+                return original(client, *args, **kwargs)
+            log.inside.call = True
+            start = time.monotonic()
+            try:
+                return original(client, *args, **kwargs)
+            finally:
+                log.inside.call = False
+                entry = log.calls[(log.step, name, call_site())]
+                entry[0] += 1
+                entry[1] += time.monotonic() - start
+
+        setattr(owner, name, timed)
+
+
+def call_site() -> str:
+    """The project's innermost three frames of the current stack, innermost first."""
+    own = [
+        frame
+        for frame in traceback.extract_stack()[:-2]
+        if frame.filename.startswith(str(REPO_ROOT))
+        and ".venv" not in frame.filename
+        and not frame.filename.endswith("graph_calls.py")
+    ]
+    return " < ".join(
+        f"{Path(f.filename).relative_to(REPO_ROOT)}:{f.lineno}" for f in reversed(own[-3:])
+    )
+
+
+def follow_steps(log: CallLog) -> None:
+    """Name each call by the Dagster step it runs in (steps run in this process, in order)."""
+    from dagster._core.execution.plan import execute_plan
+
+    name = "core_dagster_event_sequence_for_step"  # the loop over one step's events
+    original = getattr(execute_plan, name)
+
+    def step_events(step_context: Any) -> Iterator[Any]:
+        log.step = step_context.step.key
+        yield from original(step_context)
+
+    setattr(execute_plan, name, step_events)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Where the sample graph's time goes.")
+    parser.add_argument("--users", type=int, default=6)
+    parser.add_argument("--sites", type=int, default=40, help="call sites printed")
+    args = parser.parse_args()
+    os.environ.setdefault("LAKEHOUSE_PROFILE", "off")
+
+    from pyspark.sql.connect.client.core import SparkConnectClient
+
+    from lakehouse_assets import sample_data
+    from lakehouse_assets.demo import materialize_graph
+    from lakehouse_assets.devtools.broker import EmbeddedBroker
+    from lakehouse_assets.devtools.spark_server import SparkConnectServer
+    from resources import build_resources
+
+    log = CallLog()
+    for name in CLIENT_CALLS:
+        log.wrap(SparkConnectClient, name)
+    follow_steps(log)
+
+    server = SparkConnectServer(quick_start=True, quick_jit=False)  # as the tests' server
+    with EmbeddedBroker() as broker, server:
+        os.environ["KAFKA_BOOTSTRAP_SERVERS"] = broker.bootstrap_servers
+        os.environ["SPARK_REMOTE"] = server.address
+        sample = sample_data.generate(args.users, 2)
+        sample_data.produce(broker.bootstrap_servers, sample.messages)
+        for graph in ("first", "second"):
+            log.calls.clear()
+            root = Path(tempfile.mkdtemp(prefix="graph-calls-"))
+            os.environ["LAKEHOUSE_ROOT"] = str(root)
+            sample_data.write_landing(root, sample.files)
+            resources = build_resources()
+            start = time.monotonic()
+            assert all(result.success for result in materialize_graph(resources))
+            print(f"{graph} graph: {time.monotonic() - start:.1f} s", flush=True)
+            resources["spark"].get_session().stop()
+
+    steps: dict[str, list[float]] = collections.defaultdict(lambda: [0, 0.0])
+    for (step, _, _), (count, seconds) in log.calls.items():
+        steps[step][0] += count
+        steps[step][1] += seconds
+    total = sum(seconds for _, seconds in steps.values())
+    calls = sum(count for count, _ in steps.values())
+    print(f"\nsecond graph: {calls:.0f} calls, {total:.1f} s in them")
+    for step, (count, seconds) in sorted(steps.items(), key=lambda item: -item[1][1]):
+        print(f"  {seconds:6.1f} s {count:4.0f} calls  {step}")
+    print("\ncall sites by time (second graph):")
+    ranked = sorted(log.calls.items(), key=lambda item: -item[1][1])[: args.sites]
+    for (step, call, site), (count, seconds) in ranked:
+        print(f"  {seconds:5.1f} s {count:3.0f}x {call:18s} {step:28s} {site}")
+
+
+if __name__ == "__main__":
+    main()
