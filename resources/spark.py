@@ -9,6 +9,7 @@ Spark application of its own (tests, one-off scripts).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import os
@@ -16,7 +17,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -24,7 +25,7 @@ from urllib.parse import urlparse
 from dagster_pyspark import LazyPySparkResource
 from pydantic import Field
 from pyspark import SparkContext
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 # Session settings every run relies on, whatever the application: applied to each new session.
 SESSION_DEFAULTS: dict[str, str] = {
@@ -175,6 +176,19 @@ class SparkResource(LazyPySparkResource):
         if session is not existing:
             session.sparkContext.setLogLevel(self.log_level)
         return session
+
+
+@contextlib.contextmanager
+def cached(frame: DataFrame) -> Iterator[DataFrame]:
+    """``frame`` cached for the block (read more than once without computing it again), then
+    released. A Spark application's cache is shared by all its sessions and outlives them: on a
+    Connect server that stays up, a cached frame never released stays for good (its plan held,
+    and compared with every later query's)."""
+    frame = frame.cache()
+    try:
+        yield frame
+    finally:
+        frame.unpersist()
 
 
 def check_reachable(url: str, wait_s: float = 0.0, timeout_s: float = CONNECT_TIMEOUT_S) -> None:

@@ -39,6 +39,7 @@ from lakehouse_assets.partitions import daily_partitions, gold_automation
 from lakehouse_assets.profiling.store import profile_after_write
 from lakehouse_assets.table_metadata import code_references, table_metadata
 from resources import LakeResource, SparkResource
+from resources.spark import cached
 
 GOLD_KINDS = {"spark", "delta"}
 # A single-run backfill policy is how Dagster runs a range of days as one run; the parameter is
@@ -126,8 +127,8 @@ def workout_bpm_summary(
     first, last = _days(context)
     readings = _silver_days(lake, session, WORKOUT_BPM, first, last)
     bins = lake.read(session, SILVER, USER_BINS)
-    rows = transforms.workout_bpm_summary(readings, bins).cache()
-    return _replace_days(context, lake, session, WORKOUT_BPM_SUMMARY, rows, first, last)
+    with cached(transforms.workout_bpm_summary(readings, bins)) as rows:
+        return _replace_days(context, lake, session, WORKOUT_BPM_SUMMARY, rows, first, last)
 
 
 @dg.asset(
@@ -141,14 +142,14 @@ def gym_summary(
     require_upstream_checks_passed(context)
     session = spark.get_session()
     first, last = _days(context)
-    visits = _silver_days(lake, session, GYM_LOGS, first, last).cache()
-    # Workouts count on the day of the visit they start in, which may end on a later day.
-    last_logout = visits.select(F.max(F.to_date("logout"))).first()
-    until = max(last, last_logout[0] if last_logout and last_logout[0] else last)
-    completed = _silver_days(lake, session, COMPLETED_WORKOUTS, first, until)
-    users = lake.read(session, SILVER, USERS)
-    rows = transforms.gym_summary(visits, completed, users).cache()
-    return _replace_days(context, lake, session, GYM_SUMMARY, rows, first, last)
+    with cached(_silver_days(lake, session, GYM_LOGS, first, last)) as visits:
+        # Workouts count on the day of the visit they start in, which may end on a later day.
+        last_logout = visits.select(F.max(F.to_date("logout"))).first()
+        until = max(last, last_logout[0] if last_logout and last_logout[0] else last)
+        completed = _silver_days(lake, session, COMPLETED_WORKOUTS, first, until)
+        users = lake.read(session, SILVER, USERS)
+        with cached(transforms.gym_summary(visits, completed, users)) as rows:
+            return _replace_days(context, lake, session, GYM_SUMMARY, rows, first, last)
 
 
 gold_assets = [workout_bpm_summary, gym_summary]

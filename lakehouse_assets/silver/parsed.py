@@ -56,6 +56,7 @@ from lakehouse_assets.silver.validation import csv_quarantine, kafka_quarantine,
 from lakehouse_assets.table_metadata import code_references, table_metadata
 from resources import LakeResource, SparkResource
 from resources.lake import Markers
+from resources.spark import cached
 
 Transform = Callable[[DataFrame], DataFrame]
 
@@ -85,11 +86,10 @@ def _write_quarantine(
     if lake.holds(SILVER, spec.quarantine_table, markers):
         return 0
     require_current(lake, SILVER, spec.quarantine_table)
-    rejected = spec.quarantine(parsed).cache()
-    count = rejected.count()
-    if count or not lake.exists(SILVER, spec.quarantine_table):
-        lake.append(SILVER, spec.quarantine_table, rejected, markers=markers)
-    rejected.unpersist()
+    with cached(spec.quarantine(parsed)) as rejected:
+        count = rejected.count()
+        if count or not lake.exists(SILVER, spec.quarantine_table):
+            lake.append(SILVER, spec.quarantine_table, rejected, markers=markers)
     return count
 
 
@@ -107,10 +107,9 @@ def _rows_to_merge(
 def _rebuild(lake: LakeResource, spec: ParsedTable, parsed: DataFrame, markers: Markers) -> int:
     """Replace both tables with what all of bronze (``parsed``) makes of them, a commit each;
     returns the rejects."""
-    rejected = spec.quarantine(parsed).cache()
-    lake.replace(SILVER, spec.quarantine_table, rejected, markers)
-    count = rejected.count()
-    rejected.unpersist()
+    with cached(spec.quarantine(parsed)) as rejected:
+        lake.replace(SILVER, spec.quarantine_table, rejected, markers)
+        count = rejected.count()
     lake.replace(SILVER, spec.table, _all_rows(spec, parsed), markers, layout(spec.table))
     return count
 

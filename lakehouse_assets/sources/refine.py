@@ -38,6 +38,7 @@ from lakehouse_assets.sources.reader import (
 from lakehouse_assets.sources.schema import Schema
 from resources import LakeResource
 from resources.delta import Markers
+from resources.spark import cached
 
 SCHEMAS_DIR = "_schemas"  # <root>/silver/_schemas/<source>.json, beside the silver tables
 # The bronze columns the reader reads or carries (the change feed's kind of change included).
@@ -224,11 +225,10 @@ def _quarantine(
     table = writes.quarantine_table(source)
     if not rebuild and lake.holds(SILVER, table, markers):
         return 0
-    rejected = kafka_quarantine(checked).cache()
-    count = rejected.count()
-    if rebuild:
-        lake.replace(SILVER, table, rejected, markers)
-    elif count or not lake.exists(SILVER, table):
-        lake.append(SILVER, table, rejected, markers=markers)
-    rejected.unpersist()
+    with cached(kafka_quarantine(checked)) as rejected:
+        count = rejected.count()
+        if rebuild:
+            lake.replace(SILVER, table, rejected, markers)
+        elif count or not lake.exists(SILVER, table):
+            lake.append(SILVER, table, rejected, markers=markers)
     return count

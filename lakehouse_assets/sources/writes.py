@@ -17,6 +17,7 @@ from lakehouse_assets.sources.reader import DELETED, ORDER_KIND, SEQUENCE, SKIPP
 from lakehouse_assets.sources.schema import Schema
 from resources import LakeResource
 from resources.delta import Markers, spark_schema
+from resources.spark import cached
 
 
 def quarantine_table(source: SourceDeclaration) -> str:
@@ -60,12 +61,10 @@ def replace(
     else:
         no_deletes = cdc.new_deletes(rows, keys).limit(0)
         table = cdc.scd2(rows, _no_versions(rows), no_deletes, keys, validity)
-    table = table.drop(DELETED).cache()
     partition_by = [column for column, _ in source.partition_columns]
-    lake.replace(SILVER, source.name, table, markers, partition_by)
-    count = table.count()
-    table.unpersist()
-    return count
+    with cached(table.drop(DELETED)) as rows:
+        lake.replace(SILVER, source.name, rows, markers, partition_by)
+        return rows.count()
 
 
 def keep(
@@ -81,11 +80,9 @@ def keep(
     partition_by = [column for column, _ in source.partition_columns]
     merge = {"markers": markers, "partition_by": partition_by, "within_partitions": False}
     if source.mode == "append":
-        kept = rows.drop(DELETED).cache()
-        lake.append(SILVER, source.name, kept, partition_by, markers=markers)
-        count = kept.count()
-        kept.unpersist()
-        return count
+        with cached(rows.drop(DELETED)) as kept:
+            lake.append(SILVER, source.name, kept, partition_by, markers=markers)
+            return kept.count()
     if source.mode == "latest-per-key":
         newest = transforms.newest_per_key(rows, ["_kafka_key"]).localCheckpoint()
         lake.merge(SILVER, source.name, newest, ["_kafka_key"], delete_flag=DELETED, **merge)

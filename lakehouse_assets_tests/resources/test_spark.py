@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
@@ -24,6 +25,7 @@ from resources.spark import (
     CONNECT_WAIT_S,
     DEFAULT_ARCHIVE,
     SparkConnectUnreachable,
+    cached,
     check_reachable,
     quick_start_options,
     without_connect,
@@ -143,3 +145,15 @@ def test_an_unusable_archive_costs_time_not_the_run(tmp_path: Path) -> None:
     child = start_local_spark_in_a_child({"spark.driver.extraJavaOptions": java_options})
     assert child.returncode == 0, child.stderr[-2000:]
     assert child.stdout.strip().endswith("3")
+
+
+def test_a_frame_cached_for_a_block_is_released_after_it_even_when_the_block_fails(
+    spark: SparkSession,
+) -> None:
+    # The application's cache outlives sessions: a frame left cached stays for the server's life.
+    frame = spark.range(7).withColumn("doubled", F.col("id") * 2)
+    with pytest.raises(RuntimeError, match="the write failed"), cached(frame) as rows:
+        assert rows.count() == 7
+        assert frame.storageLevel != StorageLevel.NONE  # the same plan: cached
+        raise RuntimeError("the write failed")
+    assert frame.storageLevel == StorageLevel.NONE
