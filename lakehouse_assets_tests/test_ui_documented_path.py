@@ -1,9 +1,9 @@
 """The "Dagster UI" path (docs/dagster.md) as a new user walks it: an empty instance, the
 embedded broker, `lakehouse produce-sample`, then `lakehouse dev` (what `make dev` runs) with the
-daemon left to run everything by itself, on the Spark Connect server `lakehouse dev` starts
-(no SPARK_REMOTE, as for a new user). Then, in headless Chromium: the gold table's page
-shows a non-zero row count and its column schema, and a sensor's latest tick says why it launched
-nothing.
+daemon left to run everything by itself, on a Spark Connect server of the test's own (beside the
+main suite; one that `lakehouse dev` starts would outlive the SIGKILL that ends it here). Then,
+in headless Chromium: the gold table's page shows a non-zero row count and its column schema,
+and a sensor's latest tick says why it launched nothing.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from playwright.sync_api import expect, sync_playwright
 
 from lakehouse_assets.constants import GOLD, WORKOUT_BPM_SUMMARY, asset_key
 from lakehouse_assets.devtools.broker import EmbeddedBroker
+from lakehouse_assets.devtools.spark_server import SparkConnectServer
 from lakehouse_assets_tests.test_ui import CHROMIUM_ARGS, REPO_ROOT, dagster_dev, dismiss_dialog
 from resources import ENV_SPARK_REMOTE
 
@@ -49,14 +50,13 @@ def wait_for_gold(home: Path, log: Path) -> int:
     raise TimeoutError(f"no gold rows in {WAIT_FOR_GOLD_S} s:\n{log.read_text()[-5000:]}")
 
 
-@pytest.mark.own_stack  # `lakehouse dev` starts its Connect server, as for a new user
-def test_the_documented_path_shows_gold_rows_columns_and_sensor_reasons(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.delenv(ENV_SPARK_REMOTE, raising=False)
+@pytest.mark.own_stack  # its own broker and Connect server: beside the main suite
+def test_the_documented_path_shows_gold_rows_columns_and_sensor_reasons(tmp_path: Path) -> None:
     lake = tmp_path / "lake"
-    with EmbeddedBroker() as broker:
+    server = SparkConnectServer(quick_start=True, quick_jit=False)  # as the session's server
+    with EmbeddedBroker() as broker, server:
         env = {
+            ENV_SPARK_REMOTE: server.url,
             "KAFKA_BOOTSTRAP_SERVERS": broker.bootstrap_servers,
             "LAKEHOUSE_ROOT": str(lake),
             "LAKEHOUSE_SENSOR_INTERVAL_S": "5",
