@@ -62,9 +62,9 @@ def replace(
         no_deletes = cdc.new_deletes(rows, keys).limit(0)
         table = cdc.scd2(rows, _no_versions(rows), no_deletes, keys, validity)
     partition_by = [column for column, _ in source.partition_columns]
-    with cached(table.drop(DELETED)) as rows:
-        lake.replace(SILVER, source.name, rows, markers, partition_by)
-        return rows.count()
+    with cached(table.drop(DELETED)) as written:
+        lake.replace(SILVER, source.name, written, markers, partition_by)
+        return written.count()
 
 
 def keep(
