@@ -34,6 +34,17 @@ SPARK_MODE = os.environ.get("LAKEHOUSE_TEST_SPARK", "connect")
 # Profiles after every write cost a few Spark jobs per table: on in the tests that assert them
 # (profiling/, test_automation.py), off elsewhere to keep the suite's time.
 os.environ.setdefault("LAKEHOUSE_PROFILE", "off")
+# The session's server computes expressions interpreted instead of compiling code for each query:
+# the tests' tables hold a few hundred rows, where generating and compiling a query's code costs
+# more than running it (the sample graph in 0.78x the time on a new server and on a warm one,
+# benchmarks/spark_settings.py with these settings). They are Spark's internal settings, not
+# meant for real volumes. The fault matrix and the UI path use them too; the standalone cluster,
+# the CLI's graph (both with gold against the oracle), the local lane and `make run` keep
+# generated code, so CI runs both.
+INTERPRETED: dict[str, str] = {
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+}
 if SPARK_MODE not in ("connect", "local"):
     raise ValueError(f"LAKEHOUSE_TEST_SPARK must be 'connect' or 'local', got {SPARK_MODE!r}")
 
@@ -46,7 +57,7 @@ def spark_remote() -> Iterator[str | None]:
         return
     # Spark's classes from the class archive (a quicker start), and the full JIT: the server
     # works for the whole session, where the quick tier alone is slower.
-    with SparkConnectServer(quick_start=True, quick_jit=False) as server:
+    with SparkConnectServer(quick_start=True, quick_jit=False, conf=INTERPRETED) as server:
         os.environ[ENV_SPARK_REMOTE] = server.url  # processes the tests start use it too
         try:
             yield server.url

@@ -22,6 +22,7 @@ from playwright.sync_api import expect, sync_playwright
 from lakehouse_assets.constants import GOLD, WORKOUT_BPM_SUMMARY, asset_key
 from lakehouse_assets.devtools.broker import EmbeddedBroker
 from lakehouse_assets.devtools.spark_server import SparkConnectServer
+from lakehouse_assets_tests.conftest import INTERPRETED
 from lakehouse_assets_tests.test_ui import CHROMIUM_ARGS, REPO_ROOT, dagster_dev, dismiss_dialog
 from resources import ENV_SPARK_REMOTE
 
@@ -53,7 +54,7 @@ def wait_for_gold(home: Path, log: Path) -> int:
 @pytest.mark.own_stack  # its own broker and Connect server: beside the main suite
 def test_the_documented_path_shows_gold_rows_columns_and_sensor_reasons(tmp_path: Path) -> None:
     lake = tmp_path / "lake"
-    server = SparkConnectServer(quick_start=True, quick_jit=False)  # as the session's server
+    server = SparkConnectServer(quick_start=True, quick_jit=False, conf=INTERPRETED)  # as conftest
     with EmbeddedBroker() as broker, server:
         env = {
             ENV_SPARK_REMOTE: server.url,
