@@ -8,14 +8,16 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
+from pyspark import cloudpickle
 from pyspark.sql import SparkSession
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import ReadLimit
 
-from lakehouse_assets.devtools.jvm_archive import ARCHIVE_ROWS, CountingSource
 from lakehouse_assets.devtools.python_daemons import DaemonReaper, session_daemons
 from lakehouse_assets.devtools.spark_server import SparkConnectServer
 from resources import SparkResource
@@ -123,6 +125,43 @@ def children(pid: int) -> list[int]:
     return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
 
 
+ROWS = 1000
+# The server's Python workers cannot import the tests: the source goes to them by value.
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+
+class CountingReader(DataSourceStreamReader):
+    """Offsets 0..ROWS in one batch: its planning and reading run in the session's daemons."""
+
+    def initialOffset(self) -> dict[str, int]:
+        return {"offset": 0}
+
+    def latestOffset(self, start: dict[str, int], limit: ReadLimit) -> dict[str, int]:
+        return {"offset": ROWS}
+
+    def partitions(self, start: dict[str, int], end: dict[str, int]) -> Sequence[InputPartition]:
+        return [InputPartition((start["offset"], end["offset"]))]
+
+    def read(self, partition: InputPartition) -> Iterator[tuple[int]]:
+        first, last = partition.value
+        for number in range(first, last):
+            yield (number,)
+
+
+class CountingSource(DataSource):
+    """A trivial Python streaming source (``lakehouse_counting``): one batch of numbered rows."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "lakehouse_counting"
+
+    def schema(self) -> str:
+        return "number long"
+
+    def streamReader(self, schema: Any) -> DataSourceStreamReader:
+        return CountingReader()
+
+
 def stream_rows(spark: SparkSession, work: Path, name: str) -> int:
     """One stream of a Python data source (its planning and creation run in session daemons);
     the rows it wrote."""
@@ -140,7 +179,7 @@ def test_a_session_goes_on_streaming_after_its_idle_daemons_are_ended(tmp_path: 
         pid = server.pid
         spark = SparkResource(remote=server.url).get_session()
         try:
-            assert stream_rows(spark, tmp_path, "first") == ARCHIVE_ROWS
+            assert stream_rows(spark, tmp_path, "first") == ROWS
 
             # Spark ends a daemon's idle workers after a minute; then its daemons are idle.
             def all_idle() -> dict[int, bool]:
@@ -151,7 +190,7 @@ def test_a_session_goes_on_streaming_after_its_idle_daemons_are_ended(tmp_path: 
             ended = DaemonReaper(pid, idle_after_s=0).sweep()
             assert sorted(ended) == sorted(daemons)
             # The session's daemons (its data source's lookup, creation) are started anew.
-            assert stream_rows(spark, tmp_path, "second") == ARCHIVE_ROWS
+            assert stream_rows(spark, tmp_path, "second") == ROWS
             assert set(session_daemons(pid)).isdisjoint(ended)
         finally:
             spark.stop()

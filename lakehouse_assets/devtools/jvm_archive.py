@@ -5,8 +5,9 @@ and much of its start is the JVM loading and verifying Spark's classes. The JDK'
 class-data sharing (AppCDS, JDK 13+) dumps the classes a JVM loaded into an archive at exit; a
 later JVM with the same JDK and class path maps that archive instead of loading them again.
 ``lakehouse spark-archive`` (run by ``make install``) writes the archive by running a small Spark
-workload of the kinds the assets run: a Python streaming data source, ``foreachBatch`` to Arrow,
-and SQL joins and aggregates.
+workload of the kinds the assets run (``_workload``): Delta Lake's streaming sink, MERGE, change
+feed, ``replaceWhere`` and OPTIMIZE, a Python pass over Arrow batches, joins and aggregates.
+(Spark's Kafka source needs a broker, which an install does not have: its classes load as usual.)
 
 An archive from another JDK or another PySpark is not used: the JVM prints one warning and loads
 the classes as usual, so a stale archive costs time, never correctness.
@@ -19,14 +20,12 @@ import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
-from pyspark.sql.streaming.datasource import ReadLimit
 
 from resources import ENV_SPARK_CONF
 from resources.spark import DEFAULT_ARCHIVE, without_connect
@@ -34,58 +33,51 @@ from resources.spark import DEFAULT_ARCHIVE, without_connect
 ARCHIVE_ROWS = 1000
 
 
-class CountingReader(DataSourceStreamReader):
-    """Offsets 0..ARCHIVE_ROWS in one batch: the driver and worker paths of a Python source."""
+def _add_one(batches: Iterator[Any]) -> Iterator[Any]:
+    """``mapInArrow``'s function: the Arrow and Python worker path of the declared sources."""
+    import pyarrow as pa
 
-    def initialOffset(self) -> dict[str, int]:
-        return {"offset": 0}
-
-    def latestOffset(self, start: dict[str, int], limit: ReadLimit) -> dict[str, int]:
-        return {"offset": ARCHIVE_ROWS}
-
-    def partitions(self, start: dict[str, int], end: dict[str, int]) -> Sequence[InputPartition]:
-        return [InputPartition((start["offset"], end["offset"]))]
-
-    def read(self, partition: InputPartition) -> Iterator[tuple[int, str]]:
-        first, last = partition.value
-        for number in range(first, last):
-            yield number, f"user-{number % 10}"
+    for batch in batches:
+        numbers = pa.array([number + 1 for number in batch.column(0).to_pylist()], pa.int64())
+        yield pa.RecordBatch.from_arrays([numbers, batch.column(1)], schema=batch.schema)
 
 
-class CountingSource(DataSource):
-    """A trivial Python streaming source (``lakehouse_counting``): one batch of numbered rows."""
-
-    @classmethod
-    def name(cls) -> str:
-        return "lakehouse_counting"
-
-    def schema(self) -> str:
-        return "number long, user string"
-
-    def streamReader(self, schema: Any) -> DataSourceStreamReader:
-        return CountingReader()
-
-
-def _workload(spark: SparkSession, checkpoint: str) -> None:
-    """Spark work of the kinds the assets do."""
-    spark.dataSource.register(CountingSource)
-
-    def sink(batch: DataFrame, batch_id: int) -> None:
-        table = batch.toArrow()
-        again = spark.createDataFrame(table.to_pandas())
-        users = again.groupBy("user").agg(F.count("*").alias("n"), F.max("number").alias("top"))
-        joined = again.join(users, "user").withColumn("day", F.to_date(F.current_timestamp()))
-        joined.where(F.col("n") > 0).orderBy("number").toArrow()
-
+def _workload(spark: SparkSession, work: str) -> None:
+    """Spark work of the kinds the assets do: a stream of files into a Delta table (bronze's
+    sink), a Python pass over Arrow batches, a MERGE and its change feed (silver), a day
+    replaced (gold), and a compaction (maintenance)."""
+    landing, bronze, silver = f"{work}/landing", f"{work}/bronze", f"{work}/silver"
+    rows = spark.range(ARCHIVE_ROWS).select(
+        F.col("id").alias("number"), F.concat(F.lit("user-"), F.col("id") % 10).alias("user")
+    )
+    rows.write.json(landing)
     query = (
-        spark.readStream.format(CountingSource.name())
-        .load()
-        .writeStream.foreachBatch(sink)
-        .option("checkpointLocation", checkpoint)
+        spark.readStream.schema(rows.schema)
+        .json(landing)
+        .withColumn("day", F.to_date(F.current_timestamp()))
+        .writeStream.format("delta")
+        .option("checkpointLocation", f"{work}/checkpoint")
         .trigger(availableNow=True)
-        .start()
+        .start(bronze)
     )
     query.awaitTermination()
+    read = spark.read.format("delta").load(bronze).drop("day")
+    read.mapInArrow(_add_one, read.schema).write.format("delta").save(silver)
+    users = read.groupBy("user").agg(F.count("*").alias("n"), F.max("number").alias("number"))
+    users.createOrReplaceTempView("updates")
+    spark.sql(
+        f"MERGE INTO delta.`{silver}` AS t USING updates AS s ON t.number = s.number "
+        "WHEN MATCHED THEN UPDATE SET t.user = s.user WHEN NOT MATCHED THEN INSERT (number, user) "
+        "VALUES (s.number, s.user)"
+    )
+    feed = spark.read.format("delta").option("readChangeFeed", "true")
+    feed.option("startingVersion", 0).load(silver).groupBy("_change_type").count().collect()
+    day = spark.read.format("delta").load(bronze).select("day").first()[0]  # type: ignore[index]
+    gold = read.join(users.drop("number"), "user").withColumn("day", F.lit(day))
+    gold.write.format("delta").partitionBy("day").save(f"{work}/gold")
+    replace = gold.write.format("delta").mode("overwrite").option("replaceWhere", f"day = '{day}'")
+    replace.save(f"{work}/gold")
+    spark.sql(f"OPTIMIZE delta.`{work}/gold`").collect()
 
 
 def write_archive(path: Path = DEFAULT_ARCHIVE) -> Path:
@@ -102,7 +94,7 @@ def write_archive(path: Path = DEFAULT_ARCHIVE) -> Path:
         dump = Path(work) / "dump.jsa"
         conf = {"spark.driver.extraJavaOptions": f"-XX:ArchiveClassesAtExit={dump}"}
         env = {**without_connect(os.environ), ENV_SPARK_CONF: json.dumps(conf)}
-        command = [sys.executable, "-m", __name__, str(Path(work) / "checkpoint")]
+        command = [sys.executable, "-m", __name__, str(Path(work) / "workload")]
         done = subprocess.run(command, env=env, capture_output=True, text=True)
         if done.returncode != 0 or not dump.is_file():
             raise RuntimeError(
