@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -72,8 +73,8 @@ def _workload(spark: SparkSession, work: str) -> None:
     )
     feed = spark.read.format("delta").option("readChangeFeed", "true")
     feed.option("startingVersion", 0).load(silver).groupBy("_change_type").count().collect()
-    day = spark.read.format("delta").load(bronze).select("day").first()[0]  # type: ignore[index]
-    gold = read.join(users.drop("number"), "user").withColumn("day", F.lit(day))
+    day = datetime.now(UTC).date().isoformat()
+    gold = read.join(users.drop("number"), "user").withColumn("day", F.lit(day).cast("date"))
     gold.write.format("delta").partitionBy("day").save(f"{work}/gold")
     replace = gold.write.format("delta").mode("overwrite").option("replaceWhere", f"day = '{day}'")
     replace.save(f"{work}/gold")
