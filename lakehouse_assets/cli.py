@@ -50,7 +50,11 @@ def dev(port: int) -> None:
     SPARK_REMOTE names one)."""
     import subprocess
 
+    from lakehouse_assets.devtools.stack import AUTOMATION_SETTLE
+
     command = [str(Path(sys.executable).parent / "dagster"), "dev", "-w", "workspace.yaml"]
+    for name, value in AUTOMATION_SETTLE.items():
+        os.environ.setdefault(name, value)
     with (
         local_service(ENV_SPARK_REMOTE, SparkConnectServer),
         contextlib.suppress(KeyboardInterrupt),

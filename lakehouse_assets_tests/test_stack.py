@@ -12,6 +12,7 @@ import yaml
 
 from lakehouse_assets.devtools.postgres import PostgresServer
 from lakehouse_assets.devtools.stack import (
+    AUTOMATION_SETTLE,
     ENV_MAX_CONCURRENT_RUNS,
     INSTANCE_FILE,
     Stack,
@@ -49,6 +50,8 @@ def test_dagster_reads_the_same_instance_and_variables(tmp_path: Path) -> None:
         assert postgres == set(PostgresServer(data_dir=tmp_path).environment)
         for name in (ENV_LAKEHOUSE_ROOT, ENV_KAFKA_BOOTSTRAP_SERVERS, ENV_SPARK_REMOTE):
             assert name in environment
+        # Automation waits for materializations in flight in both shapes.
+        assert AUTOMATION_SETTLE.items() <= environment.items()
         # Step logs where the webserver reads them: $DAGSTER_HOME/storage, shared.
         assert "dagster-storage:/opt/dagster/dagster_home/storage" in compose()[service]["volumes"]
 
@@ -79,6 +82,7 @@ def test_the_lake_lives_as_long_as_the_embedded_brokers_folder(
     stack.env = {}
     assert stack._starts_new_broker()
     stack._prepare_home(stack._starts_new_broker())
+    assert AUTOMATION_SETTLE.items() <= stack.env.items()
     table = Path(stack.env[ENV_LAKEHOUSE_ROOT]) / "bronze" / "bpm"
     table.mkdir(parents=True)
     stack.kafka_data.mkdir()  # the broker's records

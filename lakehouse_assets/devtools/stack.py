@@ -35,6 +35,12 @@ INSTANCE_FILE = Path("docker") / "dagster.yaml"  # the compose deployment's Dags
 # Overrides the instance file's limit on runs in progress at once (a small or shared host).
 ENV_MAX_CONCURRENT_RUNS = "LAKEHOUSE_MAX_CONCURRENT_RUNS"
 WORKSPACE_FILE = "workspace.yaml"
+# Dagster's automation tick takes the newest event id, then reads each asset's latest
+# materialization from a table that a run updates just after writing the event: a materialization
+# written between the two reads falls behind the cursor the tick keeps, and its downstream never
+# follows (the fault matrix saw silver/gym_logs left behind bronze once, on a loaded machine).
+# Dagster's own remedy, opt-in: wait this long after taking the id, then read no event beyond it.
+AUTOMATION_SETTLE = {"DAGSTER_AUTOMATION_TICK_SETTLE_SECONDS": "2"}
 ServiceT = TypeVar("ServiceT", bound=LocalService)
 RESTART_DELAY_S = (1.0, 60.0)  # the first and the longest wait before a service starts again
 
@@ -197,6 +203,8 @@ class Stack:
                 ENV_LAKEHOUSE_ROOT: str(lake),
             }
         )
+        for name, value in AUTOMATION_SETTLE.items():
+            self.env.setdefault(name, value)
 
     def _write_instance(self, path: Path) -> None:
         """The compose deployment's instance file, with ``LAKEHOUSE_MAX_CONCURRENT_RUNS`` if set."""
