@@ -99,3 +99,15 @@ def test_the_lake_lives_as_long_as_the_embedded_brokers_folder(
 
     stack.env = {ENV_KAFKA_BOOTSTRAP_SERVERS: "kafka:9092"}  # a user's Kafka: never reset
     assert not stack._starts_new_broker()
+
+
+def test_dagster_reads_the_automation_settle_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The setting is Dagster's, read from the daemon's environment: a Dagster that renamed it
+    # would skip upstream writes again without a word (an upgrade guard, on a private module).
+    from dagster._core.definitions.declarative_automation.automation_condition_evaluator import (
+        get_automation_tick_settle_delay_seconds,
+    )
+
+    for name, value in AUTOMATION_SETTLE.items():
+        monkeypatch.setenv(name, value)
+    assert get_automation_tick_settle_delay_seconds() == 2.0
