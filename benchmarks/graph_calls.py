@@ -116,7 +116,15 @@ def main() -> None:
         log.wrap(SparkConnectClient, name)
     follow_steps(log)
 
-    server = SparkConnectServer(quick_start=True, quick_jit=False)  # as the tests' server
+    # as the tests' server
+    server = SparkConnectServer(
+        quick_start=True,
+        quick_jit=False,
+        conf={
+            "spark.sql.codegen.wholeStage": "false",
+            "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+        },
+    )
     with EmbeddedBroker() as broker, server:
         os.environ["KAFKA_BOOTSTRAP_SERVERS"] = broker.bootstrap_servers
         os.environ["SPARK_REMOTE"] = server.address
