@@ -38,9 +38,9 @@ os.environ.setdefault("LAKEHOUSE_PROFILE", "off")
 # the tests' tables hold a few hundred rows, where generating and compiling a query's code costs
 # more than running it (the sample graph in 0.78x the time on a new server and on a warm one,
 # benchmarks/spark_settings.py with these settings). They are Spark's internal settings, not
-# meant for real volumes. The fault matrix and the UI path use them too; the standalone cluster,
-# the CLI's graph (both with gold against the oracle), the local lane and `make run` keep
-# generated code, so CI runs both.
+# meant for real volumes. The fault matrix and the UI path use them too; the standalone cluster
+# (the demo's and the Dagster CLI's graphs, gold against the oracle), the local lane and
+# `make run` keep generated code, so CI runs both.
 INTERPRETED: dict[str, str] = {
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",

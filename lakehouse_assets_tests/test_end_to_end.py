@@ -2,7 +2,7 @@
 plain-Python oracle computes from the same events, after a second batch, after a full refresh of
 silver, after a re-run that finds nothing new, and rebuilt one day per run (as a backfill of
 single partitions does) equals gold computed over ranges of days.
-(The whole graph on a local Spark application is test_cli's Dagster CLI test.)"""
+(The Dagster CLI runs the whole graph in test_standalone.)"""
 
 from __future__ import annotations
 

@@ -1,8 +1,14 @@
-"""The main job once on a Spark standalone cluster (a master and two workers started from the
-pyspark wheel, a Connect server whose executors run on them): `lakehouse demo` on its embedded
-broker prints every bronze table's rows and both gold reports, and gold equals the oracle's.
+"""The commands a user runs, on a Spark standalone cluster (a master and two workers started from
+the pyspark wheel, a Connect server whose executors run on them), one after the other on it:
+
+1. `lakehouse demo` on its embedded broker prints every bronze table's rows and both gold
+   reports, and gold equals the oracle's;
+2. the standard Dagster CLI (`dagster asset materialize`) against a broker of the test's, for a
+   year before the default first gold day: bronze and silver, then gold's day by partition range.
+
 (Without SPARK_REMOTE the demo starts its own Connect server exactly as the test session starts
-its shared one: conftest.py.)"""
+its shared one: conftest.py. The cluster's server generates code, as `make run` does; the
+session's evaluates interpreted.)"""
 
 from __future__ import annotations
 
@@ -12,6 +18,7 @@ import re
 import subprocess
 import sys
 from collections import Counter
+from datetime import date
 from pathlib import Path
 from urllib.request import urlopen
 
@@ -19,35 +26,52 @@ import pytest
 
 from lakehouse_assets import sample_data
 from lakehouse_assets.constants import BRONZE, GYM_SUMMARY, KAFKA_TOPICS, WORKOUT_BPM_SUMMARY
+from lakehouse_assets.devtools.broker import EmbeddedBroker
 from lakehouse_assets.devtools.spark_server import SparkConnectServer
 from lakehouse_assets.devtools.standalone import standalone_cluster
 from lakehouse_assets_tests.test_end_to_end import AS_OF, assert_reports_match, gold_rows
-from resources import LakeResource
+from resources import ENV_KAFKA_BOOTSTRAP_SERVERS as ENV_KAFKA
+from resources import ENV_SPARK_REMOTE, LakeResource
 
+REPO_ROOT = Path(__file__).parents[1]
 BIN = Path(sys.executable).parent
 USERS, DAYS = 4, 2  # the demo's sample: generate(users, days) with its default first day and seed
 EXECUTORS = {"spark.executor.memory": "1g", "spark.executor.cores": "1", "spark.cores.max": "2"}
+DEFINITIONS = "lakehouse_assets.definitions"
+
+
+def run(command: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """``command`` with ``env`` on top of the test's environment without its broker."""
+    clean = {k: v for k, v in os.environ.items() if k != ENV_KAFKA}
+    return subprocess.run(
+        command, cwd=REPO_ROOT, env={**clean, **env}, capture_output=True, text=True, timeout=900
+    )
 
 
 @pytest.mark.own_stack  # its own Spark and broker: beside the main suite
-def test_the_demo_on_a_standalone_cluster_reaches_the_oracles_gold(tmp_path: Path) -> None:
-    lake = LakeResource(root=str(tmp_path / "lake"))
+def test_the_demo_and_the_dagster_cli_on_a_standalone_cluster_reach_the_oracles_gold(
+    tmp_path: Path,
+) -> None:
     with (
         standalone_cluster(workers=2) as master,
         SparkConnectServer(master=master.url, conf=EXECUTORS) as server,
     ):
-        env = {k: v for k, v in os.environ.items() if k != "KAFKA_BOOTSTRAP_SERVERS"}
-        env |= {"LAKEHOUSE_ROOT": lake.root, "SPARK_REMOTE": server.url}
-        env |= {"LAKEHOUSE_AS_OF_DATE": AS_OF.isoformat()}
-        command = [str(BIN / "lakehouse"), "demo", "--users", str(USERS), "--days", str(DAYS)]
-        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
-        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+        spark = {ENV_SPARK_REMOTE: server.url}
+        assert_the_demo_reaches_gold(tmp_path / "demo", spark)
         with urlopen(master.status_url) as response:
             status = json.load(response)
-    apps = [app for app in status["activeapps"] if app["name"] == "lakehouse-connect"]
-    assert [app["cores"] for app in apps] == [2]  # one executor on each worker
-    assert sorted(worker["coresused"] for worker in status["workers"]) == [1, 1]
+        apps = [app for app in status["activeapps"] if app["name"] == "lakehouse-connect"]
+        assert [app["cores"] for app in apps] == [2]  # one executor on each worker
+        assert sorted(worker["coresused"] for worker in status["workers"]) == [1, 1]
+        assert_the_dagster_cli_reaches_gold(tmp_path / "cli", spark)
 
+
+def assert_the_demo_reaches_gold(root: Path, spark: dict[str, str]) -> None:
+    lake = LakeResource(root=str(root))
+    env = {**spark, "LAKEHOUSE_ROOT": lake.root, "LAKEHOUSE_AS_OF_DATE": AS_OF.isoformat()}
+    command = [str(BIN / "lakehouse"), "demo", "--users", str(USERS), "--days", str(DAYS)]
+    done = run(command, env)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     batches = [sample_data.generate(USERS, DAYS)]
     produced = Counter(m.topic for m in batches[0].messages)
     for topic in KAFKA_TOPICS:
@@ -57,3 +81,30 @@ def test_the_demo_on_a_standalone_cluster_reaches_the_oracles_gold(tmp_path: Pat
     assert_reports_match(
         gold_rows(lake, WORKOUT_BPM_SUMMARY), gold_rows(lake, GYM_SUMMARY), lake, batches
     )
+
+
+def assert_the_dagster_cli_reaches_gold(root: Path, spark: dict[str, str]) -> None:
+    day = date(2023, 3, 14)  # before the default first gold day: LAKEHOUSE_GOLD_START_DATE opens it
+    sample = sample_data.generate(users=2, days=1, first_day=day, seed=3)
+    sample_data.write_landing(root, sample.files)
+    materialize = [str(BIN / "dagster"), "asset", "materialize", "-m", DEFINITIONS, "--select"]
+    with EmbeddedBroker() as broker:
+        sample_data.produce(broker.bootstrap_servers, sample.messages)
+        env = {
+            **spark,
+            ENV_KAFKA: broker.bootstrap_servers,
+            "LAKEHOUSE_ROOT": str(root),
+            "LAKEHOUSE_AS_OF_DATE": AS_OF.isoformat(),
+            "LAKEHOUSE_GOLD_START_DATE": "2023-03-01",
+        }
+        refresh = run([*materialize, "group:bronze or group:silver"], env)
+        assert refresh.returncode == 0, refresh.stderr[-3000:]
+        days = f"{day.isoformat()}...{day.isoformat()}"
+        gold = run([*materialize, "group:gold", "--partition-range", days], env)
+        assert gold.returncode == 0, gold.stderr[-3000:]
+    lake = LakeResource(root=str(root))
+    expected = Counter(m.topic for m in sample.messages)
+    assert {t: lake.row_count(BRONZE, t) for t in KAFKA_TOPICS} == dict(expected)
+    # The sample's one day is the whole of gold: every row as the oracle computes it.
+    bpm_summary, gym_summary = gold_rows(lake, WORKOUT_BPM_SUMMARY), gold_rows(lake, GYM_SUMMARY)
+    assert_reports_match(bpm_summary, gym_summary, lake, [sample])
