@@ -23,11 +23,13 @@ import dagster as dg
 import pytest
 import yaml
 from playwright.sync_api import Locator, Page, expect, sync_playwright
+from pyspark.sql import SparkSession
 
 from lakehouse_assets.constants import SILVER, WORKOUT_BPM, asset_key
 from lakehouse_assets.definitions import defs
 from lakehouse_assets.devtools.broker import free_port
 from lakehouse_assets.profiling.store import ENV_PROFILE
+from lakehouse_assets.silver import columns as silver_columns
 from lakehouse_assets.silver.assets import silver_assets
 from lakehouse_assets_tests.silver.test_workout_bpm import (
     JAN_1,
@@ -45,6 +47,7 @@ CHROMIUM_ARGS = [
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]  # fmt: skip
 ELLIPSIS = "…"
+HEARTRATE_DESCRIPTION = silver_columns.DESCRIPTIONS[WORKOUT_BPM]["heartrate"]
 
 
 @contextlib.contextmanager
@@ -226,7 +229,11 @@ def materialize_profiled_workout_bpm(home: Path, env: dict[str, Any]) -> None:
         assert dg.materialize([asset], resources=env, instance=instance).success
 
 
-def test_an_asset_page_shows_the_profile_of_its_table(tmp_path: Path, env: dict[str, Any]) -> None:
+def test_an_asset_page_shows_the_profile_and_columns_of_its_table(
+    tmp_path: Path,
+    env: dict[str, Any],
+    spark: SparkSession,  # the table helpers' session
+) -> None:
     def prepare(home: Path) -> None:  # the UI's lake is env's: tmp_path / "lake"
         materialize_profiled_workout_bpm(home, env)
 
@@ -244,5 +251,7 @@ def test_an_asset_page_shows_the_profile_of_its_table(tmp_path: Path, env: dict[
             heartrate = page.get_by_role("row", name=re.compile(stats))
             expect(heartrate).to_contain_text("'90.0' (1), '100.0' (1)", timeout=30_000)
             expect(page.get_by_text("2 rows,", exact=False).first).to_be_visible()
+            # The column schema with the layer's descriptions (silver/columns.py).
+            expect(page.get_by_text(HEARTRATE_DESCRIPTION).first).to_be_visible()
         finally:
             browser.close()
