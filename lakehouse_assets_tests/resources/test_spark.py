@@ -108,9 +108,11 @@ def test_quick_start_options_name_the_archive_only_when_it_exists(tmp_path: Path
     assert quick_start_options(archive, quick_jit=False) == f"-XX:SharedArchiveFile={archive}"
 
 
-def start_local_spark_in_a_child(conf: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    """Start a local Spark application with ``conf`` in a new process; print its driver's JVM
-    options, then count 3 rows."""
+def start_local_spark_in_a_child(
+    conf: dict[str, str], java_options: str = ""
+) -> subprocess.CompletedProcess[str]:
+    """Start a local Spark application with ``conf`` in a new process (its JVM launched with
+    ``java_options`` before any of Spark's); print its driver's JVM options, then count 3 rows."""
     code = (
         "import sys, json; from resources import SparkResource; "
         "spark = SparkResource(spark_config=json.loads(sys.argv[1])).get_session(); "
@@ -118,24 +120,18 @@ def start_local_spark_in_a_child(conf: dict[str, str]) -> subprocess.CompletedPr
         "print(spark.range(3).count())"
     )
     command = [sys.executable, "-c", code, json.dumps(conf)]
-    return subprocess.run(command, capture_output=True, text=True, env=without_connect(os.environ))
+    env = {**without_connect(os.environ), "JDK_JAVA_OPTIONS": java_options}
+    return subprocess.run(command, capture_output=True, text=True, env=env)
 
 
-def test_a_local_driver_jvm_starts_quickly_from_the_installed_archive() -> None:
+def test_a_local_driver_jvm_starts_from_the_installed_archive_which_fits_this_jdk() -> None:
     assert DEFAULT_ARCHIVE.is_file(), "no class archive: `make install` writes it"
-    child = start_local_spark_in_a_child({})
+    # -Xshare:on makes an archive the JVM cannot use an error instead of a warning.
+    child = start_local_spark_in_a_child({}, java_options="-Xshare:on")
     assert child.returncode == 0, child.stderr[-2000:]
     options, count = child.stdout.strip().splitlines()[-2:]
     assert options.endswith(quick_start_options(DEFAULT_ARCHIVE))
     assert count == "3"
-
-
-def test_the_installed_class_archive_fits_this_jdk_and_pyspark() -> None:
-    # -Xshare:on makes an archive the JVM cannot use an error instead of a warning.
-    java_options = f"-Xshare:on {quick_start_options(DEFAULT_ARCHIVE)}"
-    child = start_local_spark_in_a_child({"spark.driver.extraJavaOptions": java_options})
-    assert child.returncode == 0, child.stderr[-2000:]
-    assert child.stdout.strip().endswith("3")
 
 
 def test_an_unusable_archive_costs_time_not_the_run(tmp_path: Path) -> None:
