@@ -4,9 +4,9 @@ through the sensors and automation to gold while services are killed at chosen m
 
 1. the daemon and the worker of a bronze run in progress (SIGKILL: a container lost);
 2. the Spark Connect server during a silver merge (SIGKILL);
-3. with a second wave of records, the broker frozen while bronze reads from it (SIGSTOP, then
-   SIGCONT: unreachable, then back) and, while it is, PostgreSQL with runs queued or running
-   (SIGKILL, then crash recovery).
+3. with a second wave of Kafka records (no landing files: the broker is what it freezes), the
+   broker frozen while bronze reads from it (SIGSTOP, then SIGCONT: unreachable, then back) and,
+   while it is, PostgreSQL with runs queued or running (SIGKILL, then crash recovery).
 
 `lakehouse up` starts each killed service again, as compose's restart policy does. Afterwards
 every produced record is in bronze exactly once, both gold reports equal the oracle's, and no run
@@ -15,6 +15,7 @@ is left queued or in progress.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -154,8 +155,11 @@ def stack(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[RunningSt
     assert not left_state
 
 
-def produce(lake: Path, wave: dict[str, Any]) -> sample_data.SampleData:
+def produce(lake: Path, wave: dict[str, Any], files: bool = True) -> sample_data.SampleData:
+    """The wave's Kafka records and, with ``files``, its landing files: what was produced."""
     batch = sample_data.generate(**wave)
+    if not files:
+        batch = dataclasses.replace(batch, files=[])
     sample_data.write_landing(lake, batch.files)
     sample_data.produce(os.environ["KAFKA_BOOTSTRAP_SERVERS"], batch.messages)
     return batch
@@ -258,7 +262,7 @@ def test_nothing_is_lost_or_doubled_when_services_die(stack: RunningStack, tmp_p
 
         # 3. The broker frozen while bronze reads from it and, while it is (the other streams'
         # runs queued or running), PostgreSQL killed.
-        batches.append(produce(lake_root, WAVES[1]))
+        batches.append(produce(lake_root, WAVES[1], files=False))
         eventually(lambda: started_run_worker(instance, BRONZE), "a bronze run", 600, stack)
         broker = stack.pid("embedded Kafka broker")
         os.kill(broker, signal.SIGSTOP)
