@@ -218,7 +218,12 @@ def parsed_table_asset(spec: ParsedTable) -> dg.AssetsDefinition:
                 delete_flag=delete_flag,
                 partition_by=layout(spec.table),
             )
-        reconciled = _reconcile(lake, session, spec, parsed, rows)
+        # A run that read no record has none to account for: no query.
+        reconciled = (
+            _reconcile(lake, session, spec, parsed, rows)
+            if read
+            else Outcome(RECONCILED_WITH_BRONZE, 0, [])
+        )
         yield dg.MaterializeResult(
             asset_key=table_key,
             metadata={
