@@ -137,10 +137,14 @@ def _reconcile(
     spark: SparkSession,
     spec: ParsedTable,
     parsed: DataFrame,
+    read: int,
     merged: DataFrame | None,
 ) -> Outcome:
-    """Whether each of the run's bronze records (``parsed``) is now in silver or quarantine;
-    ``merged``: the rows the run merged (``_rows_to_merge``), None when it merged none."""
+    """Whether each of the run's bronze records (``parsed``, ``read`` of them) is now in silver
+    or quarantine; ``merged``: the rows the run merged (``_rows_to_merge``), None when it merged
+    none. A run that read no record has none to account for: no query."""
+    if not read:
+        return Outcome(RECONCILED_WITH_BRONZE, 0, [])
     accepted = merged if merged is not None else _rows_to_merge(lake, spark, spec, parsed)
     if spec.from_history:  # a key whose newest event is its delete has no row
         accepted = accepted.where(~F.col("deleted"))
@@ -218,12 +222,7 @@ def parsed_table_asset(spec: ParsedTable) -> dg.AssetsDefinition:
                 delete_flag=delete_flag,
                 partition_by=layout(spec.table),
             )
-        # A run that read no record has none to account for: no query.
-        reconciled = (
-            _reconcile(lake, session, spec, parsed, rows)
-            if read
-            else Outcome(RECONCILED_WITH_BRONZE, 0, [])
-        )
+        reconciled = _reconcile(lake, session, spec, parsed, read, rows)
         yield dg.MaterializeResult(
             asset_key=table_key,
             metadata={

@@ -120,7 +120,9 @@ def start_local_spark_in_a_child(
         "print(spark.range(3).count())"
     )
     command = [sys.executable, "-c", code, json.dumps(conf)]
-    env = {**without_connect(os.environ), "JDK_JAVA_OPTIONS": java_options}
+    env = without_connect(os.environ)
+    if java_options:
+        env["JDK_JAVA_OPTIONS"] = java_options
     return subprocess.run(command, capture_output=True, text=True, env=env)
 
 
