@@ -118,8 +118,6 @@ def main() -> None:
 
     # as the tests' server
     server = SparkConnectServer(
-        quick_start=True,
-        quick_jit=False,
         conf={
             "spark.sql.codegen.wholeStage": "false",
             "spark.sql.codegen.factoryMode": "NO_CODEGEN",

@@ -66,7 +66,7 @@ def graphs(settings: dict[str, str], users: int) -> list[tuple[float, float]]:
     times = []
     with (
         EmbeddedBroker() as broker,
-        SparkConnectServer(quick_start=True, quick_jit=False, conf=settings) as server,
+        SparkConnectServer(conf=settings) as server,
     ):
         sample = sample_data.generate(users, 2)
         sample_data.produce(broker.bootstrap_servers, sample.messages)

@@ -58,11 +58,7 @@ def demo(users: int, days: int) -> None:
     prepare_demo_lake(root, embedded=ENV_KAFKA_BOOTSTRAP_SERVERS not in os.environ)
     with (
         local_service(ENV_KAFKA_BOOTSTRAP_SERVERS, EmbeddedBroker) as bootstrap_servers,
-        # The full JIT: the server works through the whole graph (minutes), see quick_jit.
-        local_service(
-            ENV_SPARK_REMOTE,
-            functools.partial(SparkConnectServer, quick_start=True, quick_jit=False),
-        ),
+        local_service(ENV_SPARK_REMOTE, SparkConnectServer),
     ):
         sample = sample_data.generate(users, days)
         sample_data.write_landing(root, sample.files)

@@ -55,9 +55,7 @@ def spark_remote() -> Iterator[str | None]:
     if SPARK_MODE == "local":
         yield None
         return
-    # Spark's classes from the class archive (a quicker start), and the full JIT: the server
-    # works for the whole session, where the quick tier alone is slower.
-    with SparkConnectServer(quick_start=True, quick_jit=False, conf=INTERPRETED) as server:
+    with SparkConnectServer(conf=INTERPRETED) as server:
         os.environ[ENV_SPARK_REMOTE] = server.url  # processes the tests start use it too
         try:
             yield server.url

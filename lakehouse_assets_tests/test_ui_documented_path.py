@@ -65,7 +65,7 @@ def test_the_documented_path_runs_bronze_then_silver_by_itself_and_shows_rows_an
     today = datetime.now(UTC).date()
     sample = sample_data.generate(USERS, DAYS, first_day=today - timedelta(days=DAYS - 1))
     bpm_records = sum(1 for message in sample.messages if message.topic == TOPIC_BPM)
-    server = SparkConnectServer(quick_start=True, quick_jit=False, conf=INTERPRETED)  # as conftest
+    server = SparkConnectServer(conf=INTERPRETED)  # as conftest
     with EmbeddedBroker() as broker, server:
         env = {
             ENV_SPARK_REMOTE: server.url,

@@ -19,6 +19,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from lakehouse_assets.devtools.broker import free_port
+from lakehouse_assets.devtools.spark_server import SparkConnectServer
 from resources import SparkResource
 from resources.kafka import KAFKA_FORMAT
 from resources.spark import (
@@ -134,6 +135,14 @@ def test_a_local_driver_jvm_starts_from_the_installed_archive_which_fits_this_jd
     options, count = child.stdout.strip().splitlines()[-2:]
     assert options.endswith(quick_start_options(DEFAULT_ARCHIVE))
     assert count == "3"
+
+
+def test_every_connect_server_maps_the_archive_with_the_full_jit_unless_told_otherwise() -> None:
+    assert DEFAULT_ARCHIVE.is_file(), "no class archive: `make install` writes it"
+    options = SparkConnectServer().conf["spark.driver.extraJavaOptions"]
+    assert options == f"-XX:SharedArchiveFile={DEFAULT_ARCHIVE}"
+    own = {"spark.driver.extraJavaOptions": "-Xss4m"}
+    assert SparkConnectServer(conf=own).conf == own
 
 
 def test_an_unusable_archive_costs_time_not_the_run(tmp_path: Path) -> None:
