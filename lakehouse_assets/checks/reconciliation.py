@@ -7,8 +7,9 @@ and did not. Pure Spark; ``results.reconciliation_result`` makes a Dagster check
   quarantine (its coordinates and bytes). Every bronze record is read by exactly one run (the
   runs' markers), so over the runs every bronze record is accounted for.
 - ``readings_in_workout_bpm`` (``workout_bpm``): every valid reading inside a completed workout,
-  of a device its user had registered then, computed afresh from all of ``completed_workouts``,
-  ``heart_rate`` and ``users``, is in ``workout_bpm`` (which is maintained incrementally).
+  of a device its user had registered then, computed afresh from ``completed_workouts``,
+  ``heart_rate`` and ``users``, is in ``workout_bpm`` (which is maintained incrementally): on the
+  days the run may have changed, or every day (``silver.assets._reconcile_readings``).
 """
 
 from __future__ import annotations
@@ -70,5 +71,6 @@ def bronze_reconciliation(
 def workout_bpm_reconciliation(
     expected: DataFrame, workout_bpm: DataFrame, keys: Sequence[str]
 ) -> Outcome:
-    """``expected``: ``workout_bpm`` computed from all of its upstream."""
+    """``expected``: ``workout_bpm``'s rows computed from its upstream; ``workout_bpm``: the
+    table's rows of the same workouts (or more)."""
     return _outcome(READINGS_IN_WORKOUT_BPM, {"workout_bpm": missing(expected, workout_bpm, keys)})

@@ -123,8 +123,9 @@ RECONCILIATIONS = {
     "table (by key; a key whose newest event is a delete excepted) or in the source's quarantine "
     "(by coordinates and bytes).",
     READINGS_IN_WORKOUT_BPM: "Every valid reading of a user's device inside a completed workout "
-    "of the user (computed afresh from all of completed_workouts, heart_rate and users) is in "
-    "this table.",
+    "of the user (computed afresh from completed_workouts, heart_rate and users) is in this "
+    "table: of the workouts that started on the days the run may have changed; every day's on a "
+    "run that changed nothing and on a full refresh.",
 }
 
 

@@ -17,6 +17,7 @@ from lakehouse_assets.checks.results import (
     reconciliation_spec,
     table_check_specs,
 )
+from lakehouse_assets.checks.transforms import Outcome
 from lakehouse_assets.constants import (
     COMPLETED_WORKOUTS,
     HEART_RATE,
@@ -32,7 +33,7 @@ from lakehouse_assets.constants import (
 from lakehouse_assets.profiling.store import profile_after_write
 from lakehouse_assets.silver import transforms
 from lakehouse_assets.silver.incremental import SILVER_ASSET, SilverConfig, read_changes
-from lakehouse_assets.silver.layout import dated, days_of, layout, read_days
+from lakehouse_assets.silver.layout import dated, days_of, layout, read_days, spread
 from lakehouse_assets.silver.parsed import PARSED_TABLES, parsed_table_asset
 from lakehouse_assets.table_metadata import code_references, table_metadata
 from resources import CalendarResource, LakeResource, SparkResource
@@ -117,6 +118,26 @@ def _redone_by_registrations(
     return workouts, condition
 
 
+def _reconcile_readings(
+    lake: LakeResource, session: SparkSession, days: list[str] | None
+) -> Outcome:
+    """Whether ``workout_bpm`` holds every reading of the workouts that started on ``days``, as
+    computed afresh from its three upstream tables (every workout's when None): an incremental
+    run checks the days it may have changed, so its cost follows them, not the table's history;
+    a run that changed nothing, and a full refresh, check every day."""
+    if days == []:
+        return Outcome(READINGS_IN_WORKOUT_BPM, 0, [])
+    tables = (COMPLETED_WORKOUTS, HEART_RATE, WORKOUT_BPM)
+    if days is None:
+        completed, readings, held = (lake.read(session, SILVER, table) for table in tables)
+    else:
+        completed = read_days(lake, session, COMPLETED_WORKOUTS, days)
+        readings = read_days(lake, session, HEART_RATE, spread(days, after=1))
+        held = read_days(lake, session, WORKOUT_BPM, days)
+    expected = transforms.workout_bpm(completed, readings, lake.read(session, SILVER, USERS))
+    return workout_bpm_reconciliation(expected, held, [*transforms.WORKOUT_KEYS, "time"])
+
+
 @dg.asset(
     key=asset_key(SILVER, WORKOUT_BPM),
     deps=WORKOUT_BPM_UPSTREAM,
@@ -148,6 +169,7 @@ def workout_bpm(
     )
     fresh = workouts_fresh or readings_fresh or users_version != consumed
     markers = {**workouts_marker, **readings_marker, registrations_app: users_version}
+    changed_days = None  # the start days of the workouts the run may change; None: every day
     if config.full_refresh:
         users = lake.read(session, SILVER, USERS)
         completed = lake.read(session, SILVER, COMPLETED_WORKOUTS)
@@ -158,31 +180,28 @@ def workout_bpm(
     elif fresh or not lake.exists(SILVER, WORKOUT_BPM):
         users = lake.read(session, SILVER, USERS)
         # A workout lasts at most 3 hours: its readings are on its start day or the next one.
-        their_readings = read_days(lake, session, HEART_RATE, days_of(new_workouts, after=1))
+        new_days = days_of(new_workouts)
+        their_readings = read_days(lake, session, HEART_RATE, spread(new_days, after=1))
         rows = transforms.workout_bpm(new_workouts, their_readings, users)
-        old_workouts = read_days(lake, session, COMPLETED_WORKOUTS, days_of(new_readings, before=1))
+        late_days = days_of(new_readings, before=1)  # the start days of their workouts
+        old_workouts = read_days(lake, session, COMPLETED_WORKOUTS, late_days)
         rows = rows.unionByName(transforms.workout_bpm(old_workouts, new_readings, users))
         # On the first run every registration is new and every workout too: nothing to redo.
         redo = _redone_by_registrations(lake, session, changed) if consumed is not None else None
-        replace = None
+        replace, redo_days = None, []
         if redo is not None:
             workouts, replace = redo
-            readings = read_days(lake, session, HEART_RATE, days_of(workouts, after=1))
+            redo_days = days_of(workouts)
+            readings = read_days(lake, session, HEART_RATE, spread(redo_days, after=1))
             rows = rows.unionByName(transforms.workout_bpm(workouts, readings, users))
+        changed_days = sorted({*new_days, *late_days, *redo_days})
         keys = [*transforms.WORKOUT_KEYS, "time"]
         lake.merge(
             SILVER, WORKOUT_BPM, dated(WORKOUT_BPM, rows.distinct()).localCheckpoint(), keys,
             markers=markers, partition_by=layout(WORKOUT_BPM),
             replace=replace,
         )  # fmt: skip
-    expected = transforms.workout_bpm(
-        lake.read(session, SILVER, COMPLETED_WORKOUTS),
-        lake.read(session, SILVER, HEART_RATE),
-        lake.read(session, SILVER, USERS),
-    )
-    reconciled = workout_bpm_reconciliation(
-        expected, lake.read(session, SILVER, WORKOUT_BPM), [*transforms.WORKOUT_KEYS, "time"]
-    )
+    reconciled = _reconcile_readings(lake, session, changed_days)
     return dg.MaterializeResult(
         metadata={
             **table_metadata(lake, SILVER, WORKOUT_BPM),

@@ -3,7 +3,8 @@ of one of their columns: ``constants.DATED_BY``) and read by days."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from collections.abc import Iterable
+from datetime import date, timedelta
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -26,9 +27,15 @@ def dated(table: str, rows: DataFrame) -> DataFrame:
 def days_of(rows: DataFrame, before: int = 0, after: int = 0) -> list[str]:
     """The days of ``rows``' ``date`` column, each with ``before`` days before it and ``after``
     days after it (ISO dates, for partition filters). Collects one value per day."""
-    days = {row[0] for row in rows.select(DATE).distinct().collect() if row[0] is not None}
-    spread = {day + timedelta(days=shift) for day in days for shift in range(-before, after + 1)}
-    return sorted(day.isoformat() for day in spread)
+    days = {row[0].isoformat() for row in rows.select(DATE).distinct().collect() if row[0]}
+    return spread(days, before, after)
+
+
+def spread(days: Iterable[str], before: int = 0, after: int = 0) -> list[str]:
+    """``days`` (ISO dates), each with ``before`` days before it and ``after`` days after it."""
+    dates = [date.fromisoformat(day) for day in days]
+    shifted = {day + timedelta(days=n) for day in dates for n in range(-before, after + 1)}
+    return sorted(day.isoformat() for day in shifted)
 
 
 def read_days(lake: LakeResource, spark: SparkSession, table: str, days: list[str]) -> DataFrame:

@@ -152,16 +152,29 @@ def test_a_reading_missing_from_workout_bpm_fails_its_reconciliation(
     register(lake, 1001, at(JAN_1, "08:00"))
     complete(lake, 1, at(JAN_1, "23:00"), at(JAN_2, "01:00"))
     read(lake, [(1001, at(JAN_1, "23:30"), 90.0), (1001, at(JAN_2, "00:30"), 100.0)])
-    ran = dg.materialize([workout_bpm], resources=env)
-    [reconciled] = [e for e in ran.get_asset_check_evaluations()
-                    if e.check_name == READINGS_IN_WORKOUT_BPM]  # fmt: skip
-    assert reconciled.passed
+    assert reconciliation(dg.materialize([workout_bpm], resources=env)).passed
 
     # A row lost from the incrementally kept table: the next run (nothing new upstream, so it
-    # writes nothing) finds the reading missing, and the check blocks what is downstream.
+    # writes nothing, and checks every day) finds the reading missing, and the check blocks what
+    # is downstream.
     spark.sql(f"DELETE FROM delta.`{lake.spark_path(SILVER, TABLE)}` WHERE heartrate = 100.0")
-    ran = dg.materialize([workout_bpm], resources=env, raise_on_error=False)
-    [reconciled] = [e for e in ran.get_asset_check_evaluations()
-                    if e.check_name == READINGS_IN_WORKOUT_BPM]  # fmt: skip
+    reconciled = reconciliation(dg.materialize([workout_bpm], resources=env, raise_on_error=False))
     assert not reconciled.passed and reconciled.metadata["offending_rows"].value == 1
     assert "workout_bpm" in reconciled.metadata["sample"].value
+
+    # An incremental run checks the workouts of the days it may change: a workout and a reading
+    # on Jan 3 (the workouts of Jan 2 and 3) leave Jan 1's workout unchecked...
+    complete(lake, 2, at(JAN_3, "10:00"), at(JAN_3, "11:00"))
+    read(lake, [(1001, at(JAN_3, "10:30"), 80.0)])
+    reconciled = reconciliation(dg.materialize([workout_bpm], resources=env, raise_on_error=False))
+    assert reconciled.passed and reconciled.metadata["offending_rows"].value == 0
+    # ...and a late reading of it (Jan 2, so the workouts of Jan 1 and 2) finds the loss again.
+    read(lake, [(1001, at(JAN_2, "00:40"), 105.0)])
+    reconciled = reconciliation(dg.materialize([workout_bpm], resources=env, raise_on_error=False))
+    assert not reconciled.passed and reconciled.metadata["offending_rows"].value == 1
+
+
+def reconciliation(ran: dg.ExecuteInProcessResult) -> dg.AssetCheckEvaluation:
+    [reconciled] = [e for e in ran.get_asset_check_evaluations()
+                    if e.check_name == READINGS_IN_WORKOUT_BPM]  # fmt: skip
+    return reconciled
