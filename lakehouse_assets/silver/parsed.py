@@ -51,7 +51,7 @@ from lakehouse_assets.silver.incremental import (
     SilverConfig,
     read_changes,
 )
-from lakehouse_assets.silver.layout import dated, layout
+from lakehouse_assets.silver.layout import dated, days_of, layout, read_days
 from lakehouse_assets.silver.validation import csv_quarantine, kafka_quarantine, valid
 from lakehouse_assets.table_metadata import code_references, table_metadata
 from resources import LakeResource, SparkResource
@@ -142,15 +142,21 @@ def _reconcile(
 ) -> Outcome:
     """Whether each of the run's bronze records (``parsed``, ``read`` of them) is now in silver
     or quarantine; ``merged``: the rows the run merged (``_rows_to_merge``), None when it merged
-    none. A run that read no record has none to account for: no query."""
+    none. A run that read no record has none to account for: no query. In a table laid out by
+    days, a row is looked for on its own day only (where the merge put it: ``lake.merge`` looks
+    for a key in the partitions of the batch's rows), so the check reads the run's days, not the
+    table's history."""
     if not read:
         return Outcome(RECONCILED_WITH_BRONZE, 0, [])
     accepted = merged if merged is not None else _rows_to_merge(lake, spark, spec, parsed)
     if spec.from_history:  # a key whose newest event is its delete has no row
         accepted = accepted.where(~F.col("deleted"))
+    if layout(spec.table):
+        silver = read_days(lake, spark, spec.table, days_of(accepted))
+    else:
+        silver = lake.read(spark, SILVER, spec.table)
     return bronze_reconciliation(
-        spec.table, accepted, lake.read(spark, SILVER, spec.table), spec.keys,
-        spec.quarantine(parsed), spec.quarantine_table,
+        spec.table, accepted, silver, spec.keys, spec.quarantine(parsed), spec.quarantine_table,
         lake.read(spark, SILVER, spec.quarantine_table),
     )  # fmt: skip
 

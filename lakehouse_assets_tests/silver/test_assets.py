@@ -8,7 +8,9 @@ from typing import Any
 import dagster as dg
 import pytest
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
+from lakehouse_assets.checks.reconciliation import RECONCILED_WITH_BRONZE
 from lakehouse_assets.constants import HEART_RATE, SILVER, TOPIC_BPM
 from lakehouse_assets.devtools.broker import EmbeddedBroker
 from lakehouse_assets.sample_data import Message, produce
@@ -59,3 +61,28 @@ def test_a_run_dying_between_quarantine_and_table_commits_is_redone_exactly_once
     version = lake.version(SILVER, HEART_RATE)
     dg.materialize(BPM_ASSETS, resources=resources)  # nothing new: nothing changes
     assert counts(lake) == (50, 2) and lake.version(SILVER, HEART_RATE) == version
+
+
+def test_a_row_the_merge_lost_fails_the_reconciliation_which_reads_the_runs_days(
+    broker: EmbeddedBroker,
+    resources: dict[str, Any],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    produce(broker.bootstrap_servers, readings(0, 40))  # 2023-11-14 from 22:13:20 UTC
+    dg.materialize(BPM_ASSETS, resources=resources)
+    produce(broker.bootstrap_servers, readings(6390, 20))  # 10 on 2023-11-14, 10 on 2023-11-15
+    lost = 1_700_006_405  # 2023-11-15 00:00:05
+
+    merge = LakeResource.merge
+
+    def lossy(self: LakeResource, layer: str, table: str, rows: Any, *args: Any, **kw: Any) -> Any:
+        rows = rows.where(F.col("time").cast("long") != lost) if table == HEART_RATE else rows
+        return merge(self, layer, table, rows, *args, **kw)
+
+    monkeypatch.setattr(LakeResource, "merge", lossy)
+    ran = dg.materialize(BPM_ASSETS, resources=resources, raise_on_error=False)
+    [reconciled] = [e for e in ran.get_asset_check_evaluations()
+                    if e.check_name == RECONCILED_WITH_BRONZE]  # fmt: skip
+    # The one row lost, no more: each of the run's rows was looked for on its own day.
+    assert not reconciled.passed and reconciled.metadata["offending_rows"].value == 1
+    assert "2023-11-15T00:00:05" in reconciled.metadata["sample"].value
