@@ -90,7 +90,6 @@ class SparkConnectServer(LocalService):
         timeout_s: float = 120.0,
         keep_log: bool = False,
         log_file: Path | None = None,
-        quick_jit: bool = False,
         daemon_idle_s: float = 300.0,
     ) -> None:
         """Prepare a server.
@@ -104,13 +103,6 @@ class SparkConnectServer(LocalService):
             timeout_s: how long to wait for the server to accept connections.
             keep_log: keep the server's log file after a clean stop.
             log_file: append the output to this file (kept) instead of a temporary one.
-            quick_jit: compile with the JIT's quick tier only (see
-                ``resources.spark.quick_start_options``). It spends less CPU on a run of a few
-                seconds; a server used for minutes is faster with the full JIT (the default):
-                the demo's graph took 169 s instead of 216 s (one run each), the test session's
-                graph runs 33-42 s instead of 46-61 s once warm, and the tests of
-                ``sources/`` and ``silver/`` 559 s instead of 830 s, the server's CPU 732 s
-                instead of 1,171 s (one run each).
             daemon_idle_s: end the Python worker daemons a closed session left once they have
                 had no worker for this long (see ``python_daemons``).
         """
@@ -119,9 +111,14 @@ class SparkConnectServer(LocalService):
         self.host = host
         self.master = master
         self.conf = dict(conf or {})
-        # The driver maps Spark's classes from the installed class archive when there is one:
-        # it starts in 2.3 s instead of 6.2 s.
-        options = quick_start_options(DEFAULT_ARCHIVE, quick_jit)
+        # The driver maps Spark's classes from the installed class archive when there is one
+        # (it starts in 2.3 s instead of 6.2 s) and keeps the full JIT: the JIT's quick tier
+        # alone saves CPU on a run of seconds, but a server works for minutes, where the full
+        # JIT repays itself: the demo's graph took 169 s instead of 216 s (one run each), the
+        # test session's graph runs 33-42 s instead of 46-61 s once warm, and the tests of
+        # ``sources/`` and ``silver/`` 559 s instead of 830 s, the server's CPU 732 s instead
+        # of 1,171 s (one run each).
+        options = quick_start_options(DEFAULT_ARCHIVE, quick_jit=False)
         if options:
             self.conf.setdefault("spark.driver.extraJavaOptions", options)
         self.env = dict(env or {})
