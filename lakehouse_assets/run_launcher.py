@@ -3,8 +3,9 @@ lost with the container or host that ran it) is marked failed instead of staying
 
 The default launcher starts each run as a process of the code server; Dagster only monitors the
 run workers of launchers that can tell whether a worker is alive (Kubernetes, Docker, ECS). This
-one tells by the process id the run's worker recorded in its RUN_START event, on the host where
-the daemon runs the runs (as in the compose deployment and `lakehouse up`). The sensors and
+one tells by the process id the run's worker recorded in its RUN_START event, which the daemon
+sees (`lakehouse up` runs the code server on its machine; in the compose deployment the daemon
+shares the code server's process namespace). The sensors and
 automation then launch the work again; bronze is exactly-once, so the retry neither loses nor
 duplicates a record.
 """

@@ -1,6 +1,7 @@
 """The production shape under faults. `lakehouse up` runs PostgreSQL, the embedded broker, the
-Spark Connect server, dagster-daemon and dagster-webserver, each its own process; the sample goes
-through the sensors and automation to gold while services are killed at chosen moments:
+Spark Connect server, the Dagster code server, dagster-daemon and dagster-webserver, each its own
+process; the sample goes through the sensors and automation to gold while services are killed at
+chosen moments:
 
 1. the daemon and the worker of a bronze run in progress (SIGKILL: a container lost);
 2. the Spark Connect server during a silver merge (SIGKILL);
@@ -244,8 +245,8 @@ def test_nothing_is_lost_or_doubled_when_services_die(stack: RunningStack, tmp_p
     lake = LakeResource(root=str(lake_root))
     batches = [produce(lake_root, WAVES[0])]
     with dg.DagsterInstance.get() as instance:
-        # 1. The daemon's container lost while bronze runs: the daemon, its code servers and
-        # the run's worker die; monitoring fails the run, the sensors launch the work again.
+        # 1. The daemon's container lost while bronze runs, and the run's worker: monitoring
+        # fails the run, the sensors launch the work again.
         worker = eventually(
             lambda: started_run_worker(instance, BRONZE), "a bronze run", 600, stack
         )

@@ -13,9 +13,14 @@ import yaml
 from lakehouse_assets.devtools.postgres import PostgresServer
 from lakehouse_assets.devtools.stack import (
     AUTOMATION_SETTLE,
+    DEFINITIONS_MODULE,
+    ENV_CODE_SERVER_HOST,
+    ENV_CODE_SERVER_PORT,
     ENV_MAX_CONCURRENT_RUNS,
     INSTANCE_FILE,
+    WORKSPACE_FILE,
     Stack,
+    code_server_command,
     daemon_command,
     webserver_command,
 )
@@ -30,11 +35,14 @@ def compose() -> dict[str, Any]:
 
 def test_the_same_services_run_in_both_shapes() -> None:
     # One compose service per process `lakehouse up` starts, in the same roles.
-    assert set(compose()) == {"postgres", "kafka", "spark", "dagster-daemon", "dagster-webserver"}
+    assert set(compose()) == {
+        "postgres", "kafka", "spark", "dagster-code-server", "dagster-daemon", "dagster-webserver"
+    }  # fmt: skip
 
 
 def test_dagster_runs_with_the_same_commands() -> None:
     services = compose()
+    assert services["dagster-code-server"]["command"] == code_server_command("0.0.0.0", 4000)
     assert services["dagster-daemon"]["command"] == daemon_command()
     assert services["dagster-webserver"]["command"] == webserver_command("0.0.0.0", 3000)
     assert services["spark"]["command"][:2] == ["lakehouse", "spark-server"]
@@ -44,7 +52,7 @@ def test_dagster_reads_the_same_instance_and_variables(tmp_path: Path) -> None:
     assert Path("docker") / "dagster.yaml" == INSTANCE_FILE
     dockerfile = (REPO_ROOT / "docker" / "Dockerfile").read_text()
     assert "COPY docker/dagster.yaml /opt/dagster/dagster_home/dagster.yaml" in dockerfile
-    for service in ("dagster-daemon", "dagster-webserver"):
+    for service in ("dagster-code-server", "dagster-daemon", "dagster-webserver"):
         environment = compose()[service]["environment"]
         postgres = {name for name in environment if name.startswith("DAGSTER_POSTGRES_")}
         assert postgres == set(PostgresServer(data_dir=tmp_path).environment)
@@ -54,6 +62,26 @@ def test_dagster_reads_the_same_instance_and_variables(tmp_path: Path) -> None:
         assert AUTOMATION_SETTLE.items() <= environment.items()
         # Step logs where the webserver reads them: $DAGSTER_HOME/storage, shared.
         assert "dagster-storage:/opt/dagster/dagster_home/storage" in compose()[service]["volumes"]
+        assert (environment[ENV_CODE_SERVER_HOST], environment[ENV_CODE_SERVER_PORT]) == (
+            "dagster-code-server", "4000"
+        )  # fmt: skip
+
+
+def test_the_daemon_and_webserver_connect_to_the_code_server_the_runs_run_in() -> None:
+    # The workspace names the code server by the variables both shapes set, under the name a
+    # `python_module` workspace gives it (the UI's addresses, the sensors' state).
+    [location] = yaml.safe_load((REPO_ROOT / WORKSPACE_FILE).read_text())["load_from"]
+    assert location == {
+        "grpc_server": {
+            "host": {"env": ENV_CODE_SERVER_HOST},
+            "port": {"env": ENV_CODE_SERVER_PORT},
+            "location_name": DEFINITIONS_MODULE,
+        }
+    }
+    root_workspace = yaml.safe_load((REPO_ROOT / "workspace.yaml").read_text())
+    assert root_workspace["load_from"][0]["python_module"]["module_name"] == DEFINITIONS_MODULE
+    # Run monitoring finds a run's worker by its process id where the daemon runs.
+    assert compose()["dagster-daemon"]["pid"] == "service:dagster-code-server"
 
 
 def test_the_run_limit_can_be_lowered_for_a_small_host(

@@ -2,8 +2,8 @@
 file that is waiting to be ingested (not yet in the stream's checkpoint).
 
 The check is a warning (it never holds the tables downstream back: they are as fresh as bronze
-lets them be). The lag and landing sensors report it at every evaluation; it can also be run
-from the UI like any asset check.
+lets them be). The lag and landing sensors report it when it changes and every few minutes
+(``sensors.streams.REPORT_AGAIN_S``); it can also be run from the UI like any asset check.
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ def _description(origin: str) -> str:
     return (
         f"Warns when the oldest {origin} not yet in this table has waited longer than "
         f"{ENV_FRESHNESS_S} (default {DEFAULT_FRESHNESS_S} s). Reported by the sensor at each "
-        "evaluation."
+        "change, and every 5 minutes while nothing changes."
     )
 
 

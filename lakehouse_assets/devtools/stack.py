@@ -1,7 +1,14 @@
 """`lakehouse up`: the production shape on one machine, each service its own process, as the
 compose deployment runs them (docker-compose.yml): PostgreSQL for Dagster's storage, the Kafka
-broker, the Spark Connect server, dagster-daemon and dagster-webserver. The Dagster instance is
-the compose deployment's own file, ``docker/dagster.yaml``.
+broker, the Spark Connect server, the Dagster code server, dagster-daemon and dagster-webserver.
+The Dagster instance is the compose deployment's own file, ``docker/dagster.yaml``; its workspace,
+``docker/workspace.yaml``, names the code server.
+
+The code server is a service of its own, as Dagster's deployment guides run it, not one that
+dagster-daemon starts from a ``python_module`` workspace: the daemon replaces such a code server
+with a new process every 60 s (``RELOAD_WORKSPACE_INTERVAL`` in Dagster's daemon controller), each
+importing the project anew: 13 processes and 153 CPU seconds in one 16-minute fault matrix run,
+about a fifth of a core for as long as the stack runs. The runs are the code server's processes.
 
 A service that exits is started again, as compose's ``restart: unless-stopped`` does, on the same
 port and with the same data; Ctrl-C or SIGTERM stops them all, the last started first. Each
@@ -27,14 +34,17 @@ import yaml
 
 from lakehouse_assets.devtools.broker import EmbeddedBroker
 from lakehouse_assets.devtools.postgres import PostgresServer
-from lakehouse_assets.devtools.service import LOOPBACK, LocalService
+from lakehouse_assets.devtools.service import LOOPBACK, LocalService, free_port
 from lakehouse_assets.devtools.spark_server import SparkConnectServer
 from resources import ENV_KAFKA_BOOTSTRAP_SERVERS, ENV_LAKEHOUSE_ROOT, ENV_SPARK_REMOTE
 
 INSTANCE_FILE = Path("docker") / "dagster.yaml"  # the compose deployment's Dagster instance
 # Overrides the instance file's limit on runs in progress at once (a small or shared host).
 ENV_MAX_CONCURRENT_RUNS = "LAKEHOUSE_MAX_CONCURRENT_RUNS"
-WORKSPACE_FILE = "workspace.yaml"
+# The production shape's code location: the code server at DAGSTER_CODE_SERVER_HOST and _PORT.
+WORKSPACE_FILE = "docker/workspace.yaml"
+DEFINITIONS_MODULE = "lakehouse_assets.definitions"
+ENV_CODE_SERVER_HOST, ENV_CODE_SERVER_PORT = "DAGSTER_CODE_SERVER_HOST", "DAGSTER_CODE_SERVER_PORT"
 # Dagster's automation tick takes the newest event id, then reads each asset's latest
 # materialization from a table that a run updates just after writing the event: a materialization
 # written between the two reads falls behind the cursor the tick keeps, and its downstream never
@@ -43,6 +53,16 @@ WORKSPACE_FILE = "workspace.yaml"
 AUTOMATION_SETTLE = {"DAGSTER_AUTOMATION_TICK_SETTLE_SECONDS": "2"}
 ServiceT = TypeVar("ServiceT", bound=LocalService)
 RESTART_DELAY_S = (1.0, 60.0)  # the first and the longest wait before a service starts again
+
+
+def code_server_command(host: str, port: int) -> list[str]:
+    """The Dagster code server of the project's definitions, on ``host:port``, named as the
+    ``python_module`` workspace names it (``workspace.yaml``: `lakehouse dev`), so the UI's
+    addresses and the sensors' state are the same in both."""
+    return [
+        "dagster", "code-server", "start", "-h", host, "-p", str(port),
+        "-m", DEFINITIONS_MODULE, "--location-name", DEFINITIONS_MODULE,
+    ]  # fmt: skip
 
 
 def daemon_command() -> list[str]:
@@ -56,10 +76,10 @@ def webserver_command(host: str, port: int) -> list[str]:
 
 
 class DagsterProcess(LocalService):
-    """dagster-daemon or dagster-webserver, from this environment's scripts, in the project
-    folder (where ``workspace.yaml`` is)."""
+    """The code server, dagster-daemon or dagster-webserver, from this environment's scripts, in
+    the project folder (where ``docker/workspace.yaml`` is)."""
 
-    stop_signal = signal.SIGINT  # both shut down their code servers on an interrupt
+    stop_signal = signal.SIGINT  # Dagster's processes shut down cleanly on an interrupt
     stop_timeout_s = 30.0
 
     def __init__(
@@ -96,6 +116,21 @@ def serves_http(url: str) -> Callable[[float], bool]:
                 return True
         except (urllib.error.URLError, ConnectionError, TimeoutError):
             return False
+
+    return ready
+
+
+def serves_code(host: str, port: int) -> Callable[[float], bool]:
+    """Readiness of the code server: it lists the code location (it answers once the project's
+    definitions are loaded)."""
+    from dagster._grpc.client import DagsterGrpcClient  # the client Dagster's tools use
+
+    def ready(_started: float) -> bool:
+        try:
+            DagsterGrpcClient(port=port, host=host).list_repositories()
+        except Exception:  # not listening yet, or still loading the definitions
+            return False
+        return True
 
     return ready
 
@@ -163,6 +198,15 @@ class Stack:
         if ENV_SPARK_REMOTE not in self.env:
             spark = self._run(SparkConnectServer(log_file=self._log("spark")))
             self.env[ENV_SPARK_REMOTE] = spark.address
+        code_port = free_port()
+        self.env.update({ENV_CODE_SERVER_HOST: LOOPBACK, ENV_CODE_SERVER_PORT: str(code_port)})
+        self._run(
+            DagsterProcess(
+                "Dagster code server", code_server_command(LOOPBACK, code_port),
+                serves_code(LOOPBACK, code_port), f"{LOOPBACK}:{code_port}",
+                self._log("dagster-code-server"),
+            )
+        )  # fmt: skip
         self._run(
             DagsterProcess(
                 "dagster-daemon", daemon_command(), daemons_beat(self.dagster_home),

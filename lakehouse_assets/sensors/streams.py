@@ -3,9 +3,13 @@ stream's checkpoint) and new landing-zone files (files in the folder the stream'
 not read). They decide only whether to launch; what was processed lives in the checkpoints.
 
 Every evaluation says why it launches or not, with the lag and the age of the oldest waiting
-record, in the tick's skip reason and its log.
+record, in the tick's skip reason and its log. The lag (an observation of the asset, charted) and
+the freshness check are recorded when they change, and every ``REPORT_AGAIN_S`` while they do not
+(the oldest record's age goes on): not at every evaluation, which would add two events to the
+asset's history every few seconds for as long as the stack runs.
 """
 
+import json
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -34,6 +38,8 @@ IN_PROGRESS = [
 LAG_RECORDS = "lag/records_waiting"
 LAG_OLDEST_S = "lag/oldest_waiting_seconds"
 LAG_BY_PARTITION = "lag/records_waiting_by_partition"
+# An unchanged lag and freshness outcome are recorded again after this long.
+REPORT_AGAIN_S = 300.0
 
 
 @dataclass(frozen=True)
@@ -171,17 +177,41 @@ def _record_run(
     return dg.SensorResult(run_requests=[_request(key, stream)])
 
 
+def reported_lately(cursor: str | None, state: Mapping[str, Any], now: float) -> bool:
+    """Whether the sensor recorded ``state`` (what its events say) less than
+    ``REPORT_AGAIN_S`` before ``now``, as its cursor says."""
+    try:
+        last = json.loads(cursor or "{}")
+    except ValueError:  # a cursor of another version
+        return False
+    return last.get("state") == state and now - last.get("at", 0.0) < REPORT_AGAIN_S
+
+
 def _result(
     context: dg.SensorEvaluationContext,
     key: dg.AssetKey,
     stream: str,
     decision: Decision,
-    events: list[dg.AssetObservation | dg.AssetCheckEvaluation],
+    waiting: Waiting,
+    now: float,
+    events: Sequence[dg.AssetObservation | dg.AssetCheckEvaluation],
 ) -> dg.SensorResult:
+    """The decision, with ``events`` unless the sensor recorded the same lag and freshness
+    outcome lately (``reported_lately``)."""
     context.log.info(decision.reason)
+    checks = [e.passed for e in events if isinstance(e, dg.AssetCheckEvaluation)]
+    state = {"waiting": dict(waiting.parts), "since": waiting.since, "passed": checks}
+    state = json.loads(json.dumps(state))  # as a cursor holds it
+    cursor = context.cursor
+    if reported_lately(cursor, state, now):
+        events = ()
+    else:
+        cursor = json.dumps({"state": state, "at": now})
     if decision.launch:
-        return dg.SensorResult(run_requests=[_request(key, stream)], asset_events=events)
-    return dg.SensorResult(skip_reason=decision.reason, asset_events=events)
+        return dg.SensorResult(
+            run_requests=[_request(key, stream)], asset_events=list(events), cursor=cursor
+        )
+    return dg.SensorResult(skip_reason=decision.reason, asset_events=list(events), cursor=cursor)
 
 
 def lag_observation(key: dg.AssetKey, waiting: Waiting, now: float) -> dg.AssetObservation:
@@ -227,7 +257,7 @@ def kafka_lag_sensor(
         now, waiting = time.time(), kafka_waiting(kafka, lake, table, topics, pattern)
         decision = lag_decision(stream, waiting, settings, now, busy)
         events = [lag_observation(key, waiting, now), freshness_evaluation(key, waiting, now)]
-        return _result(context, key, stream, decision, events)
+        return _result(context, key, stream, decision, waiting, now, events)
 
     return _sensor
 
@@ -251,7 +281,8 @@ def landing_sensor(source: str, settings: SensorSettings) -> dg.SensorDefinition
             return recording
         now, waiting = time.time(), landing_waiting(lake, source)
         decision = landing_decision(stream, f"landing/{source}/", waiting, now, busy)
-        return _result(context, key, stream, decision, [freshness_evaluation(key, waiting, now)])
+        events = [freshness_evaluation(key, waiting, now)]
+        return _result(context, key, stream, decision, waiting, now, events)
 
     return _sensor
 

@@ -26,6 +26,7 @@ from lakehouse_assets.devtools.broker import EmbeddedBroker
 from lakehouse_assets.sensors.streams import (
     LAG_BY_PARTITION,
     LAG_RECORDS,
+    REPORT_AGAIN_S,
     kafka_lag_sensor,
     landing_sensor,
 )
@@ -155,10 +156,23 @@ def test_small_lag_waits_until_the_oldest_record_has_waited_long_enough(
     assert requested(first) == [] and lag_seen(first)["total"] == 30  # 30 <= 100: wait
     assert "30 records waiting" in skip_reason(first)
     assert "within the threshold of 100 records" in skip_reason(first)
-    # The same records a minute later (by their Kafka timestamps) have waited long enough.
-    with patch("lakehouse_assets.sensors.streams.time.time", return_value=time.time() + 61):
-        late = sensor(dg.build_sensor_context(instance=instance, resources=resources))
-    assert requested(late) == [asset_key(BRONZE, TOPIC_WORKOUT)]
+    # The same lag at the next tick is not recorded again...
+    again = sensor(dg.build_sensor_context(instance, cursor=first.cursor, resources=resources))
+    assert requested(again) == [] and again.asset_events == []
+    assert "30 records waiting" in skip_reason(again)
+    # ...but the same records a minute later (by their Kafka timestamps) have waited long
+    # enough: the stream is launched (the lag, still the same, is not recorded).
+    clock = "lakehouse_assets.sensors.streams.time.time"
+    with patch(clock, return_value=time.time() + 61):
+        late = sensor(dg.build_sensor_context(instance, cursor=again.cursor, resources=resources))
+    assert requested(late) == [asset_key(BRONZE, TOPIC_WORKOUT)] and late.asset_events == []
+    # An unchanged lag is recorded again after REPORT_AGAIN_S, and a changed one at once.
+    with patch(clock, return_value=time.time() + REPORT_AGAIN_S + 1):
+        later = sensor(dg.build_sensor_context(instance, cursor=late.cursor, resources=resources))
+    assert lag_seen(later)["total"] == 30 and len(later.asset_events) == 2
+    produce(broker.bootstrap_servers, TOPIC_WORKOUT, [{"n": 30}])
+    more = sensor(dg.build_sensor_context(instance, cursor=again.cursor, resources=resources))
+    assert lag_seen(more)["total"] == 31 and len(more.asset_events) == 2
 
 
 def test_the_lag_of_a_topic_pattern_counts_every_matching_topic(
