@@ -10,19 +10,21 @@ from typing import Any
 import pytest
 import yaml
 
-from lakehouse_assets.devtools.postgres import PostgresServer
-from lakehouse_assets.devtools.stack import (
-    AUTOMATION_SETTLE,
+from lakehouse_assets.devtools.dagster_services import (
     DEFINITIONS_MODULE,
     ENV_CODE_SERVER_HOST,
     ENV_CODE_SERVER_PORT,
-    ENV_MAX_CONCURRENT_RUNS,
-    INSTANCE_FILE,
     WORKSPACE_FILE,
-    Stack,
     code_server_command,
     daemon_command,
     webserver_command,
+)
+from lakehouse_assets.devtools.postgres import PostgresServer
+from lakehouse_assets.devtools.stack import (
+    AUTOMATION_SETTLE,
+    ENV_MAX_CONCURRENT_RUNS,
+    INSTANCE_FILE,
+    Stack,
 )
 from resources import ENV_KAFKA_BOOTSTRAP_SERVERS, ENV_LAKEHOUSE_ROOT, ENV_SPARK_REMOTE
 

@@ -4,11 +4,7 @@ broker, the Spark Connect server, the Dagster code server, dagster-daemon and da
 The Dagster instance is the compose deployment's own file, ``docker/dagster.yaml``; its workspace,
 ``docker/workspace.yaml``, names the code server.
 
-The code server is a service of its own, as Dagster's deployment guides run it, not one that
-dagster-daemon starts from a ``python_module`` workspace: the daemon replaces such a code server
-with a new process every 60 s (``RELOAD_WORKSPACE_INTERVAL`` in Dagster's daemon controller), each
-importing the project anew: 13 processes and 153 CPU seconds in one 16-minute fault matrix run,
-about a fifth of a core for as long as the stack runs. The runs are the code server's processes.
+The Dagster services and why the code server is one of its own: ``dagster_services``.
 
 A service that exits is started again, as compose's ``restart: unless-stopped`` does, on the same
 port and with the same data; Ctrl-C or SIGTERM stops them all, the last started first. Each
@@ -24,15 +20,23 @@ import shutil
 import signal
 import sys
 import time
-import urllib.error
-import urllib.request
-from collections.abc import Callable
 from pathlib import Path
 from typing import Self, TypeVar
 
 import yaml
 
 from lakehouse_assets.devtools.broker import EmbeddedBroker
+from lakehouse_assets.devtools.dagster_services import (
+    ENV_CODE_SERVER_HOST,
+    ENV_CODE_SERVER_PORT,
+    DagsterProcess,
+    code_server_command,
+    daemon_command,
+    daemons_beat,
+    serves_code,
+    serves_http,
+    webserver_command,
+)
 from lakehouse_assets.devtools.postgres import PostgresServer
 from lakehouse_assets.devtools.service import LOOPBACK, LocalService, free_port
 from lakehouse_assets.devtools.spark_server import SparkConnectServer
@@ -41,10 +45,6 @@ from resources import ENV_KAFKA_BOOTSTRAP_SERVERS, ENV_LAKEHOUSE_ROOT, ENV_SPARK
 INSTANCE_FILE = Path("docker") / "dagster.yaml"  # the compose deployment's Dagster instance
 # Overrides the instance file's limit on runs in progress at once (a small or shared host).
 ENV_MAX_CONCURRENT_RUNS = "LAKEHOUSE_MAX_CONCURRENT_RUNS"
-# The production shape's code location: the code server at DAGSTER_CODE_SERVER_HOST and _PORT.
-WORKSPACE_FILE = "docker/workspace.yaml"
-DEFINITIONS_MODULE = "lakehouse_assets.definitions"
-ENV_CODE_SERVER_HOST, ENV_CODE_SERVER_PORT = "DAGSTER_CODE_SERVER_HOST", "DAGSTER_CODE_SERVER_PORT"
 # Dagster's automation tick takes the newest event id, then reads each asset's latest
 # materialization from a table that a run updates just after writing the event: a materialization
 # written between the two reads falls behind the cursor the tick keeps, and its downstream never
@@ -53,106 +53,6 @@ ENV_CODE_SERVER_HOST, ENV_CODE_SERVER_PORT = "DAGSTER_CODE_SERVER_HOST", "DAGSTE
 AUTOMATION_SETTLE = {"DAGSTER_AUTOMATION_TICK_SETTLE_SECONDS": "2"}
 ServiceT = TypeVar("ServiceT", bound=LocalService)
 RESTART_DELAY_S = (1.0, 60.0)  # the first and the longest wait before a service starts again
-
-
-def code_server_command(host: str, port: int) -> list[str]:
-    """The Dagster code server of the project's definitions, on ``host:port``, named as the
-    ``python_module`` workspace names it (``workspace.yaml``: `lakehouse dev`), so the UI's
-    addresses and the sensors' state are the same in both."""
-    return [
-        "dagster", "code-server", "start", "-h", host, "-p", str(port),
-        "-m", DEFINITIONS_MODULE, "--location-name", DEFINITIONS_MODULE,
-    ]  # fmt: skip
-
-
-def daemon_command() -> list[str]:
-    """dagster-daemon as the compose deployment runs it."""
-    return ["dagster-daemon", "run", "-w", WORKSPACE_FILE]
-
-
-def webserver_command(host: str, port: int) -> list[str]:
-    """dagster-webserver as the compose deployment runs it, on ``host:port``."""
-    return ["dagster-webserver", "-h", host, "-p", str(port), "-w", WORKSPACE_FILE]
-
-
-class DagsterProcess(LocalService):
-    """The code server, dagster-daemon or dagster-webserver, from this environment's scripts, in
-    the project folder (where ``docker/workspace.yaml`` is)."""
-
-    stop_signal = signal.SIGINT  # Dagster's processes shut down cleanly on an interrupt
-    stop_timeout_s = 30.0
-
-    def __init__(
-        self,
-        name: str,
-        command: list[str],
-        ready: Callable[[float], bool],
-        address: str,
-        log_file: Path,
-    ) -> None:
-        super().__init__(timeout_s=180.0, log_file=log_file)
-        self.name = name
-        self.command = command
-        self._ready = ready
-        self._address = address
-
-    @property
-    def address(self) -> str:
-        return self._address
-
-    def start(self) -> Self:
-        started = time.time()
-        executable = str(Path(sys.executable).parent / self.command[0])
-        self._launch([executable, *self.command[1:]], lambda: self._ready(started))
-        return self
-
-
-def serves_http(url: str) -> Callable[[float], bool]:
-    """Readiness of a web server: ``url`` answers."""
-
-    def ready(_started: float) -> bool:
-        try:
-            with urllib.request.urlopen(url, timeout=2):
-                return True
-        except (urllib.error.URLError, ConnectionError, TimeoutError):
-            return False
-
-    return ready
-
-
-def serves_code(host: str, port: int) -> Callable[[float], bool]:
-    """Readiness of the code server: it lists the code location (it answers once the project's
-    definitions are loaded)."""
-    from dagster._grpc.client import DagsterGrpcClient  # the client Dagster's tools use
-
-    def ready(_started: float) -> bool:
-        try:
-            DagsterGrpcClient(port=port, host=host).list_repositories()
-        except Exception:  # not listening yet, or still loading the definitions
-            return False
-        return True
-
-    return ready
-
-
-def daemons_beat(home: Path) -> Callable[[float], bool]:
-    """Readiness of dagster-daemon: each daemon the instance needs sent a heartbeat since the
-    process started."""
-    import dagster as dg
-
-    instance: list[dg.DagsterInstance] = []  # opened on first use, once the database is up
-
-    def ready(started: float) -> bool:
-        try:
-            if not instance:
-                instance.append(dg.DagsterInstance.from_config(str(home)))
-            beats = instance[0].get_daemon_heartbeats()
-            required = instance[0].get_required_daemon_types()
-        except Exception:  # the database restarting
-            return False
-        return all(t in beats and beats[t].timestamp >= started for t in required)
-
-    return ready
 
 
 class Stack:
