@@ -21,9 +21,8 @@ from lakehouse_assets_tests.conftest import empty, produce
 from resources import KafkaResource
 from resources.checkpoints import record_cluster, recorded_cluster
 
-pytestmark = pytest.mark.local_spark  # also on a local Spark application
 
-
+@pytest.mark.local_spark  # also on a local Spark application
 def test_every_record_lands_exactly_once_across_runs(
     broker: EmbeddedBroker, resources: dict[str, Any], spark: SparkSession
 ) -> None:

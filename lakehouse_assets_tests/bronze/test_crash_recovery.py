@@ -36,8 +36,6 @@ from lakehouse_assets_tests.conftest import empty, produce
 from resources import ENV_SPARK_REMOTE, KafkaResource, build_resources
 from resources.spark import CONNECT_MODE_MARK
 
-pytestmark = pytest.mark.local_spark  # also on a local Spark application
-
 REPO_ROOT = Path(__file__).parents[2]
 PER_BATCH = 1000
 LAST_BATCH = 4  # 5000 records, 1000 a batch: batches 0 to 4, table versions 0 to 4
@@ -80,10 +78,14 @@ def lake_in(root: Path, servers: str, spark_remote: str | None) -> dict[str, Any
 
 
 @pytest.fixture(scope="module")
-def five_batches(tmp_path_factory: pytest.TempPathFactory, session_broker: EmbeddedBroker) -> Path:
+def five_batches(
+    tmp_path_factory: pytest.TempPathFactory,
+    session_broker: EmbeddedBroker,
+    spark_remote: str | None,
+) -> Path:
     """A lake whose bpm stream committed batches 0 to 4 of 5000 records, and NEW records more
-    in the topic. Written by another process, so that no Spark of this session has the table's
-    log cached when a test changes it."""
+    in the topic. Each test works on a copy at a path of its own, so no Spark of this session
+    has that table's log cached when the test changes it."""
     servers = session_broker.bootstrap_servers
     empty(servers)
     # One partition: batches of exactly PER_BATCH records (Spark splits a limit across partitions
@@ -91,9 +93,7 @@ def five_batches(tmp_path_factory: pytest.TempPathFactory, session_broker: Embed
     KafkaResource(bootstrap_servers=servers).create_topic(TOPIC_BPM, partitions=1)
     produce(servers, TOPIC_BPM, heart_rates(0, 5000))
     root = tmp_path_factory.mktemp("five") / "lake"
-    run = stream_in_own_process(servers, root, PER_BATCH)
-    _, errors = run.communicate(timeout=300)
-    assert run.returncode == 0, errors[-3000:]
+    materialize_bpm(lake_in(root, servers, spark_remote))
     assert (checkpoint(root) / "commits" / str(LAST_BATCH)).is_file()
     assert not (checkpoint(root) / "offsets" / str(LAST_BATCH + 1)).exists()
     produce(servers, TOPIC_BPM, heart_rates(5000, NEW))  # new data meanwhile
@@ -130,6 +130,7 @@ def test_a_batch_interrupted_then_run_again_is_exactly_once(
     assert bool(files_before - snapshot) == run_again
 
 
+@pytest.mark.local_spark  # also on a local Spark application
 def test_a_run_killed_while_it_streams_then_run_again_is_exactly_once(
     broker: EmbeddedBroker, lake_root: Path, resources: dict[str, Any], spark: SparkSession
 ) -> None:

@@ -17,8 +17,6 @@ from lakehouse_assets.sample_data import Message, produce
 from lakehouse_assets_tests.bronze.helpers import BPM_ASSET, HEART_RATE_ASSET
 from resources import LakeResource
 
-pytestmark = pytest.mark.local_spark  # also on a local Spark application
-
 BPM_ASSETS = [BPM_ASSET, HEART_RATE_ASSET]
 
 
@@ -34,6 +32,7 @@ def counts(lake: LakeResource) -> tuple[int, int]:
     return lake.row_count(SILVER, HEART_RATE), lake.row_count(SILVER, "bpm_quarantine")
 
 
+@pytest.mark.local_spark  # also on a local Spark application
 def test_a_run_dying_between_quarantine_and_table_commits_is_redone_exactly_once(
     broker: EmbeddedBroker,
     resources: dict[str, Any],
