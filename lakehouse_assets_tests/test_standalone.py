@@ -56,13 +56,14 @@ def test_the_demo_and_the_dagster_cli_on_a_standalone_cluster_reach_the_oracles_
         SparkConnectServer(master=master.url, conf=EXECUTORS) as server,
     ):
         spark = {ENV_SPARK_REMOTE: server.url}
-        assert_the_demo_reaches_gold(tmp_path / "demo", spark)
+        demo_lake = tmp_path / "demo"
+        assert_the_demo_reaches_gold(demo_lake, spark)
         with urlopen(master.status_url) as response:
             status = json.load(response)
         apps = [app for app in status["activeapps"] if app["name"] == "lakehouse-connect"]
         assert [app["cores"] for app in apps] == [2]  # one executor on each worker
         assert sorted(worker["coresused"] for worker in status["workers"]) == [1, 1]
-        assert_the_dagster_cli_reaches_gold(tmp_path / "demo", spark)
+        assert_the_dagster_cli_reaches_gold(demo_lake, spark)
 
 
 def assert_the_demo_reaches_gold(root: Path, spark: dict[str, str]) -> None:
