@@ -1,5 +1,15 @@
-"""The two aggregations of a column profile (see ``lakehouse_assets.profiling.transforms``): the
-columns they compute, named ``<column index>_<statistic>``, and what pass 2 needs of pass 1."""
+"""The aggregations of a column profile (see ``lakehouse_assets.profiling.transforms``), named
+``<column index>_<statistic>``:
+
+- ``state``: what a group of rows (a partition of a table, or all of a DataFrame) contributes,
+  in a form that merges with other groups': counts, sums and extremes, the moments of each
+  numeric column and pair, and the sketches (theta for distinct counts, KLL for quantiles,
+  frequent items for the most frequent values and patterns);
+- ``merged``: the states of all groups merged into one row, with quantiles read from the merged
+  quantile sketch at ranks 0.001 apart (the quartiles, and the ranks of the histogram's edges and
+  of the outlier fences when they are estimated);
+- ``pair_counts``: the distinct count of candidate key pairs, chosen from the merged row.
+"""
 
 from __future__ import annotations
 
@@ -14,9 +24,11 @@ from pyspark.sql import functions as F
 from lakehouse_assets.profiling.model import ProfileOptions
 
 QUANTILE_K = 1_000  # the KLL sketch's size: quartiles within about 0.3% of the rows in rank
+QUANTILE_STEPS = 1_000  # quantiles read from a merged sketch: at ranks 0.001, 0.002, ..., 0.999
 MAX_KEY_PAIRS = 3  # column pairs tested as candidate keys, those of most distinct values first
 NEARLY_UNIQUE = 0.95  # a column whose estimated distinct count is this share of the rows or more
 # is left out of the pairs (if it is a key, it is one alone)
+GROUP = "_partition"  # the group of rows a state is of
 
 
 def _missing(column: Column, kind: str | None, sentinels: Sequence[str]) -> Column:
@@ -30,33 +42,43 @@ def theta_entries(exact_below: int) -> int:
     return min(max(math.ceil(math.log2(max(exact_below, 2))), 4), 26)
 
 
-def _distinct(hashed: Column, options: ProfileOptions) -> Column:
-    """The distinct count of the non-null values hashed to longs (the theta sketch takes longs,
-    not every type)."""
-    sketch = F.theta_sketch_agg(hashed, theta_entries(options.exact_distinct_below))
-    return F.theta_sketch_estimate(sketch)
-
-
 def _hash(*columns: Column) -> Column:
+    """The columns' values hashed to a long (the theta sketch takes longs, not every type);
+    null when any is null."""
     present = F.lit(True)
     for column in columns:
         present = present & column.isNotNull()
     return F.when(present, F.xxhash64(*columns))
 
 
-def _frequent(values: Column, options: ProfileOptions) -> Column:
-    """The values with their counts: all of them while there are at most
-    ``exact_frequencies_below``, the heavy hitters beyond."""
+def _accumulated(values: Column, options: ProfileOptions) -> Column:
+    """A frequent-items sketch of the values: every value counted exactly while there are at
+    most ``exact_frequencies_below``, the heavy hitters beyond."""
     tracked = F.lit(options.exact_frequencies_below)
-    return F.call_function("approx_top_k", values, tracked, tracked)
+    return F.call_function("approx_top_k_accumulate", values, tracked)
 
 
-def prepared_one(df: DataFrame, kinds: dict[str, str | None], options: ProfileOptions) -> DataFrame:
-    """The columns pass 1 aggregates, each value computed once per row: the column itself
-    (``c{i}``), whether it is missing (``m{i}``), its hash (``h{i}``), as a double (``n{i}``)
-    or its length (``l{i}``). (Computed inside the aggregate functions, Spark evaluates an
-    expression once per function using it.)"""
-    columns: list[Column] = []
+def _frequent(sketches: Column, options: ProfileOptions) -> Column:
+    """The values with their counts, from the frequent-items sketches of every group."""
+    tracked = F.lit(options.exact_frequencies_below)
+    combined = F.call_function("approx_top_k_combine", sketches, tracked)
+    return F.call_function("approx_top_k_estimate", combined, tracked)
+
+
+def numeric_pairs(kinds: dict[str, str | None]) -> list[tuple[int, int]]:
+    """The index pairs of numeric columns whose correlation a profile gives."""
+    numeric = [i for i, kind in enumerate(kinds.values()) if kind == "numeric"]
+    return list(itertools.combinations(numeric, 2))
+
+
+def prepared(
+    df: DataFrame, kinds: dict[str, str | None], options: ProfileOptions, group: Column
+) -> DataFrame:
+    """The values ``state`` aggregates, each computed once per row (inside the aggregate
+    functions, Spark would evaluate an expression once per function using it): the group
+    (``_partition``), the column itself (``c{i}``), whether it is missing (``m{i}``), its hash
+    (``h{i}``), as a double (``n{i}``), or its length (``l{i}``) and pattern (``p{i}``)."""
+    columns: list[Column] = [group.alias(GROUP)]
     for i, (name, kind) in enumerate(kinds.items()):
         col = F.col(f"`{name}`")
         columns += [col.alias(f"c{i}"), _missing(col, kind, options.sentinels).alias(f"m{i}")]
@@ -65,12 +87,32 @@ def prepared_one(df: DataFrame, kinds: dict[str, str | None], options: ProfileOp
         if kind == "numeric":
             columns.append(col.cast("double").alias(f"n{i}"))
         elif kind == "string":
-            columns.append(F.length(col).alias(f"l{i}"))
+            columns += [F.length(col).alias(f"l{i}"), pattern(col).alias(f"p{i}")]
     return df.select(*columns)
 
 
-def pass_one(kinds: dict[str, str | None], options: ProfileOptions) -> list[Column]:
-    """Pass 1's aggregations, over ``prepared_one``."""
+def _moments(x: Column) -> Column:
+    """The count, mean and sum of squared deviations of the non-null values (merged with
+    Chan's formula on the driver: ``transforms.merge_moments``)."""
+    count = F.count(x)
+    return F.struct(count.alias("n"), F.avg(x).alias("mean"), (F.var_pop(x) * count).alias("m2"))
+
+
+def _co_moments(x: Column, y: Column) -> Column:
+    """The moments of two columns over the rows holding both, and their co-moment."""
+    both = x.isNotNull() & y.isNotNull()
+    n = F.count_if(both)
+    xs, ys = F.when(both, x), F.when(both, y)
+    return F.struct(
+        n.alias("n"), F.avg(xs).alias("mean_x"), F.avg(ys).alias("mean_y"),
+        (F.var_pop(xs) * n).alias("m2_x"), (F.var_pop(ys) * n).alias("m2_y"),
+        (F.covar_pop(x, y) * n).alias("c"),
+    )  # fmt: skip
+
+
+def state(kinds: dict[str, str | None], options: ProfileOptions) -> list[Column]:
+    """The aggregations of one group's state, over ``prepared``."""
+    entries = theta_entries(options.exact_distinct_below)
     aggs: list[Column] = [F.count(F.lit(1)).alias("_rows")]
     for i, kind in enumerate(kinds.values()):
         col = F.col(f"c{i}")
@@ -78,33 +120,56 @@ def pass_one(kinds: dict[str, str | None], options: ProfileOptions) -> list[Colu
         if kind is None:
             continue
         aggs += [F.min(col).alias(f"{i}_min"), F.max(col).alias(f"{i}_max")]
-        aggs.append(_distinct(F.col(f"h{i}"), options).alias(f"{i}_distinct"))
-        aggs.append(_frequent(col, options).alias(f"{i}_top"))
+        aggs.append(F.theta_sketch_agg(F.col(f"h{i}"), entries).alias(f"{i}_theta"))
+        aggs.append(_accumulated(col, options).alias(f"{i}_top"))
         if kind == "numeric":
             number = F.col(f"n{i}")
-            sketch = F.kll_sketch_agg_double(number, QUANTILE_K)
-            ranks = F.array(F.lit(0.25), F.lit(0.5), F.lit(0.75))
-            # an empty sketch has no quantiles (an error): none for a column without values
-            quartiles = F.when(F.count(number) > 0, F.kll_sketch_get_quantile_double(sketch, ranks))
-            aggs += [F.avg(number).alias(f"{i}_mean"), F.stddev_samp(number).alias(f"{i}_sd")]
-            aggs.append(quartiles.alias(f"{i}_quartiles"))
+            aggs.append(F.kll_sketch_agg_double(number, QUANTILE_K).alias(f"{i}_kll"))
+            aggs.append(_moments(number).alias(f"{i}_moments"))
         elif kind == "string":
             length = F.col(f"l{i}")
             aggs += [F.min(length).alias(f"{i}_minlen"), F.max(length).alias(f"{i}_maxlen")]
-            aggs.append(F.avg(length).alias(f"{i}_avglen"))
-    numeric = [i for i, kind in enumerate(kinds.values()) if kind == "numeric"]
-    for a, b in itertools.combinations(numeric, 2):
-        corr = _pearson(F.col(f"n{a}"), F.col(f"n{b}"))
-        aggs.append(corr.alias(f"corr_{numeric.index(a)}_{numeric.index(b)}"))
+            aggs.append(F.sum(length).alias(f"{i}_sumlen"))
+            aggs.append(_accumulated(F.col(f"p{i}"), options).alias(f"{i}_patterns"))
+    for a, b in numeric_pairs(kinds):
+        aggs.append(_co_moments(F.col(f"n{a}"), F.col(f"n{b}")).alias(f"corr_{a}_{b}"))
     return aggs
 
 
-def _pearson(x: Column, y: Column) -> Column:
-    """Pearson's correlation over the rows holding both; null for a constant column (``corr``
-    divides by its zero deviation, an error under ANSI SQL)."""
-    both = x.isNotNull() & y.isNotNull()
-    deviations = F.stddev_samp(F.when(both, x)) * F.stddev_samp(F.when(both, y))
-    return F.try_divide(F.covar_samp(x, y), deviations)
+def merged(states: DataFrame, kinds: dict[str, str | None], options: ProfileOptions) -> DataFrame:
+    """One row: the ``states`` (at least one) of every group merged; for each numeric column,
+    the values at ranks 1/``QUANTILE_STEPS`` apart (``{i}_quantiles``) from its merged quantile
+    sketch (the quartiles among them)."""
+    entries = theta_entries(options.exact_distinct_below)
+    aggs: list[Column] = [F.sum("_rows").alias("_rows")]
+    finals: list[Column] = []
+    for i, kind in enumerate(kinds.values()):
+        aggs += [F.sum(f"{i}_count").alias(f"{i}_count")]
+        aggs += [F.sum(f"{i}_missing").alias(f"{i}_missing")]
+        if kind is None:
+            continue
+        aggs += [F.min(f"{i}_min").alias(f"{i}_min"), F.max(f"{i}_max").alias(f"{i}_max")]
+        union = F.theta_union_agg(f"{i}_theta", entries)
+        aggs.append(F.theta_sketch_estimate(union).alias(f"{i}_distinct"))
+        aggs.append(_frequent(F.col(f"{i}_top"), options).alias(f"{i}_top"))
+        if kind == "numeric":
+            aggs.append(F.kll_merge_agg_double(f"{i}_kll").alias(f"{i}_kll"))
+            aggs.append(F.collect_list(f"{i}_moments").alias(f"{i}_moments"))
+            sketch = F.col(f"{i}_kll")
+            # an empty sketch has no quantiles (an error): none for a column without values
+            found = F.kll_sketch_get_n_double(sketch) > 0
+            steps = F.array(*(F.lit(j / QUANTILE_STEPS) for j in range(1, QUANTILE_STEPS)))
+            quantiles = F.kll_sketch_get_quantile_double(sketch, steps)
+            finals.append(F.when(found, quantiles).alias(f"{i}_quantiles"))
+        elif kind == "string":
+            aggs += [F.min(f"{i}_minlen").alias(f"{i}_minlen")]
+            aggs += [F.max(f"{i}_maxlen").alias(f"{i}_maxlen")]
+            aggs += [F.sum(f"{i}_sumlen").alias(f"{i}_sumlen")]
+            aggs.append(_frequent(F.col(f"{i}_patterns"), options).alias(f"{i}_patterns"))
+    for a, b in numeric_pairs(kinds):
+        aggs.append(F.collect_list(f"corr_{a}_{b}").alias(f"corr_{a}_{b}"))
+    sketches = [f"{i}_kll" for i, kind in enumerate(kinds.values()) if kind == "numeric"]
+    return states.agg(*aggs).select("*", *finals).drop(*sketches)
 
 
 def pattern(column: Column) -> Column:
@@ -117,56 +182,23 @@ def text_pattern(text: str) -> str:
     return "".join("9" if c.isdecimal() else "A" if c.isalpha() else c for c in text)
 
 
-def _bin(col: Column, low: float, high: float, bins: int) -> Column:
-    """The histogram bin of a value (null for null: ``least`` alone would skip it)."""
-    if high <= low:
-        return F.when(col.isNotNull(), F.lit(0))
-    width = (high - low) / bins
-    binned = F.least(F.floor((col.cast("double") - F.lit(low)) / F.lit(width)), F.lit(bins - 1))
-    return F.when(col.isNotNull(), binned)
-
-
-def fences(first: dict[str, Any], i: int) -> tuple[float, float]:
-    q1, _, q3 = first[f"{i}_quartiles"]
-    return q1 - 1.5 * (q3 - q1), q3 + 1.5 * (q3 - q1)
-
-
 def exact_frequencies(first: dict[str, Any], i: int, options: ProfileOptions) -> bool:
+    """Whether the merged frequent-items sketch of column ``i`` counted every value exactly."""
     distinct = first[f"{i}_distinct"]
     return distinct < options.exact_distinct_below and distinct <= options.exact_frequencies_below
 
 
-def pass_two(
-    df: DataFrame,
-    kinds: dict[str, str | None],
-    first: dict[str, Any],
-    pairs: list[tuple[str, str]],
-    options: ProfileOptions,
-) -> DataFrame | None:
-    """Pass 2 (one row; None when there is nothing to count), over the values it needs, each
-    computed once per row: each numeric column's histogram bin (``b{i}``) and whether it is an
-    outlier (``o{i}``), the pattern of a string column with too many values for exact
-    frequencies (``p{i}``), each pair's hash (``k{j}``)."""
-    prepared: list[Column] = []
-    aggs: list[Column] = []
-    for i, (name, kind) in enumerate(kinds.items()):
-        col = F.col(f"`{name}`")
-        if kind == "numeric" and first[f"{i}_min"] is not None:
-            low, high = float(first[f"{i}_min"]), float(first[f"{i}_max"])
-            below, above = fences(first, i)
-            number = col.cast("double")
-            prepared.append(_bin(col, low, high, options.bins).alias(f"b{i}"))
-            prepared.append(((number < below) | (number > above)).alias(f"o{i}"))
-            binned = F.col(f"b{i}")
-            aggs += [F.count_if(binned == b).alias(f"{i}_bin_{b}") for b in range(options.bins)]
-            aggs.append(F.count_if(f"o{i}").alias(f"{i}_outliers"))
-        elif kind == "string" and not exact_frequencies(first, i, options):
-            prepared.append(pattern(col).alias(f"p{i}"))
-            aggs.append(_frequent(F.col(f"p{i}"), options).alias(f"{i}_patterns"))
-    for j, (a, b) in enumerate(pairs):
-        prepared.append(_hash(F.col(f"`{a}`"), F.col(f"`{b}`")).alias(f"k{j}"))
-        aggs.append(_distinct(F.col(f"k{j}"), options).alias(f"pair_{j}"))
-    return df.select(*prepared).agg(*aggs) if aggs else None
+def pair_counts(df: DataFrame, pairs: list[tuple[str, str]], options: ProfileOptions) -> DataFrame:
+    """One row: the distinct count of each pair's combinations (``pair_{j}``)."""
+    entries = theta_entries(options.exact_distinct_below)
+    hashed = [
+        _hash(F.col(f"`{a}`"), F.col(f"`{b}`")).alias(f"k{j}") for j, (a, b) in enumerate(pairs)
+    ]
+    counts = [
+        F.theta_sketch_estimate(F.theta_sketch_agg(f"k{j}", entries)).alias(f"pair_{j}")
+        for j in range(len(pairs))
+    ]
+    return df.select(*hashed).agg(*counts)
 
 
 def key_pairs(

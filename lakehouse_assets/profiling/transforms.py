@@ -1,30 +1,29 @@
-"""The column profile of a table, computed with Spark in two aggregations over the data.
+"""The column profile of a table, computed with Spark from mergeable states
+(``lakehouse_assets.profiling.passes``): a state per group of rows (a partition of a table, or
+all of a DataFrame), merged into one row in one aggregation; then, only when some column pairs may
+be a key together, one more aggregation counting their distinct combinations.
 
-Neither pass groups or sorts the rows: per column, the statistics that need more than a sum are
-kept in mergeable sketches (Apache DataSketches, built into Spark), which are exact while a
-column is small and estimates with known error above that.
-
-Pass 1, one aggregation: per column the count, missing values, min and max, mean, standard
-deviation, string lengths; the distinct count (a theta sketch: exact below
-``exact_distinct_below`` distinct values); the most frequent values (a frequent-items sketch,
-``approx_top_k``: exact counts for every value while a column has at most
-``exact_frequencies_below`` distinct values, so the patterns of such a column are counted from
-them on the driver); the quartiles (a KLL sketch); and the Pearson correlation of every pair of
-numeric columns.
-
-Pass 2, one aggregation with pass 1's results: the histogram bins (between min and max) and the
-outliers (beyond 1.5 IQR from the quartiles) of each numeric column, counted exactly; the
-distinct count of candidate key pairs; and the patterns of string columns with too many values
-for pass 1's exact counts.
+Nothing groups or sorts the rows: the statistics that need more than a sum are kept in sketches
+(Apache DataSketches, built into Spark), which are exact while a column is small and estimates
+with known error above that. The distinct count is a theta sketch's (exact below
+``exact_distinct_below`` distinct values); the most frequent values and patterns a frequent-items
+sketch's (exact counts for every value while a column has at most ``exact_frequencies_below``
+distinct values); the quartiles a KLL sketch's. A numeric column's histogram (between its min and
+max) and outliers (beyond 1.5 IQR from the quartiles) are counted from its exact frequencies when
+it has them, else estimated from the KLL sketch's ranks (within about 0.3% of the rows per edge;
+``frequencies_exact`` says which). Mean, standard deviation and Pearson correlations are merged
+from each group's moments (Chan's formula).
 """
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import math
 from typing import Any
 
 from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 from pyspark.sql.types import (
     BooleanType,
     DataType,
@@ -37,11 +36,14 @@ from pyspark.sql.types import (
 
 from lakehouse_assets.profiling.model import ColumnProfile, ProfileOptions, TableProfile
 from lakehouse_assets.profiling.passes import (
+    QUANTILE_STEPS,
     exact_frequencies,
     key_pairs,
-    pass_one,
-    pass_two,
-    prepared_one,
+    merged,
+    numeric_pairs,
+    pair_counts,
+    prepared,
+    state,
     text_pattern,
     theta_entries,
 )
@@ -100,24 +102,102 @@ def _patterns(items: list[Any], top_n: int) -> list[tuple[str, int]]:
     return sorted(counts.items(), key=_by_count)[:top_n]
 
 
-def _histogram(
-    second: dict[str, Any], i: int, low: float, high: float, bins: int
-) -> list[tuple[float, float, int]]:
-    """Every bin's (lower edge, upper edge, count), empty bins included."""
-    counts = [int(second[f"{i}_bin_{b}"]) for b in range(bins)]
+def merge_moments(parts: list[Any]) -> tuple[int, float | None, float]:
+    """The count, mean and sum of squared deviations of the union of groups, each given as its
+    ``(n, mean, m2)`` (Chan et al.'s pairwise update; groups without values are skipped)."""
+    n, mean, m2 = 0, 0.0, 0.0
+    for part in parts:
+        if not part["n"]:
+            continue
+        count, delta = n + part["n"], part["mean"] - mean
+        m2 += part["m2"] + delta * delta * n * part["n"] / count
+        mean += delta * part["n"] / count
+        n = count
+    return n, (mean if n else None), m2
+
+
+def _correlation(parts: list[Any]) -> float | None:
+    """Pearson's correlation of two columns over the rows holding both, from each group's
+    co-moments; None for fewer than two such rows or a constant column."""
+    n, mean_x, mean_y, m2_x, m2_y, c = 0, 0.0, 0.0, 0.0, 0.0, 0.0
+    for part in parts:
+        if not part["n"]:
+            continue
+        count = n + part["n"]
+        dx, dy = part["mean_x"] - mean_x, part["mean_y"] - mean_y
+        weight = n * part["n"] / count
+        m2_x += part["m2_x"] + dx * dx * weight
+        m2_y += part["m2_y"] + dy * dy * weight
+        c += part["c"] + dx * dy * weight
+        mean_x += dx * part["n"] / count
+        mean_y += dy * part["n"] / count
+        n = count
+    if n < 2 or m2_x <= 0 or m2_y <= 0:
+        return None
+    return c / math.sqrt(m2_x * m2_y)
+
+
+def _bin(value: float, low: float, high: float, bins: int) -> int:
+    """The histogram bin of a value: bins of equal width from ``low``, the last one closed."""
     if high <= low:
-        return [(low, high, sum(counts))]
+        return 0
+    return min(math.floor((value - low) / ((high - low) / bins)), bins - 1)
+
+
+def _edges(low: float, high: float, bins: int) -> list[tuple[float, float]]:
+    if high <= low:
+        return [(low, high)]
     width = (high - low) / bins
-    return [(low + b * width, low + (b + 1) * width, counts[b]) for b in range(bins)]
+    return [(low + b * width, low + (b + 1) * width) for b in range(bins)]
+
+
+def _counted(
+    first: dict[str, Any], i: int, low: float, high: float, options: ProfileOptions
+) -> tuple[list[int], int]:
+    """The histogram's counts and the outliers of numeric column ``i``: exact from its
+    frequencies."""
+    below, above = _fences(_quartiles(first[f"{i}_quantiles"]))
+    counts = [0] * (options.bins if high > low else 1)
+    outliers = 0
+    for value, count in _entries(first[f"{i}_top"]):
+        counts[_bin(float(value), low, high, options.bins)] += count
+        outliers += count if float(value) < below or float(value) > above else 0
+    return counts, outliers
+
+
+def _estimated(
+    first: dict[str, Any], i: int, low: float, high: float, options: ProfileOptions
+) -> tuple[list[int], int]:
+    """The histogram's counts and the outliers of numeric column ``i``: estimated from the share
+    of its quantiles (``QUANTILE_STEPS`` of them, evenly spaced in rank) below each edge."""
+    values, quantiles = int(first[f"{i}_count"]), first[f"{i}_quantiles"]
+
+    def rank(value: float) -> float:  # the estimated share of the values below ``value``
+        return bisect.bisect_left(quantiles, value) / QUANTILE_STEPS
+
+    if high <= low:
+        return [values], 0
+    edges = [rank(lower) for lower, _ in _edges(low, high, options.bins)[1:]]
+    ranks = [0.0, *edges, 1.0]
+    counts = [round(values * (b - a)) for a, b in itertools.pairwise(ranks)]
+    below, above = _fences(_quartiles(quantiles))
+    beyond = rank(below) + 1.0 - bisect.bisect_right(quantiles, above) / QUANTILE_STEPS
+    return counts, round(values * beyond)
+
+
+def _quartiles(quantiles: list[float]) -> tuple[float, float, float]:
+    """The values at ranks 0.25, 0.5 and 0.75 among quantiles at ranks 1/QUANTILE_STEPS apart."""
+    quarter = QUANTILE_STEPS // 4
+    return quantiles[quarter - 1], quantiles[2 * quarter - 1], quantiles[3 * quarter - 1]
+
+
+def _fences(quartiles: tuple[float, float, float]) -> tuple[float, float]:
+    q1, _, q3 = quartiles
+    return q1 - 1.5 * (q3 - q1), q3 + 1.5 * (q3 - q1)
 
 
 def _column(
-    i: int,
-    name: str,
-    data_type: DataType,
-    first: dict[str, Any],
-    second: dict[str, Any],
-    options: ProfileOptions,
+    i: int, name: str, data_type: DataType, first: dict[str, Any], options: ProfileOptions
 ) -> ColumnProfile:
     rows, kind = first["_rows"], _kind(data_type)
     count, missing = int(first[f"{i}_count"]), int(first[f"{i}_missing"] or 0)
@@ -132,43 +212,71 @@ def _column(
         "unique": rows > 0 and count == rows and _is_key(distinct, rows, options),
     }  # fmt: skip
     if kind == "numeric":
-        q1, median, q3 = first[f"{i}_quartiles"] or (None, None, None)
-        stats.update(mean=first[f"{i}_mean"], stddev=first[f"{i}_sd"], q1=q1, median=median, q3=q3)
+        _, mean, m2 = merge_moments(first[f"{i}_moments"])
+        quantiles = first[f"{i}_quantiles"]
+        q1, median, q3 = _quartiles(quantiles) if quantiles else (None, None, None)
+        stddev = math.sqrt(m2 / (count - 1)) if count > 1 else None
+        stats.update(mean=mean, stddev=stddev, q1=q1, median=median, q3=q3)
         if stats["minimum"] is not None:
             low, high = float(stats["minimum"]), float(stats["maximum"])
-            stats["histogram"] = _histogram(second, i, low, high, options.bins)
-            stats["outliers"] = int(second[f"{i}_outliers"])
+            if exact:
+                counts, outliers = _counted(first, i, low, high, options)
+            else:
+                counts, outliers = _estimated(first, i, low, high, options)
+            edges = _edges(low, high, options.bins)
+            stats["histogram"] = [(a, b, n) for (a, b), n in zip(edges, counts, strict=True)]
+            stats["outliers"] = outliers
     elif kind == "string":
         stats.update(min_length=first[f"{i}_minlen"], max_length=first[f"{i}_maxlen"])
-        stats["avg_length"] = first[f"{i}_avglen"]
+        stats["avg_length"] = first[f"{i}_sumlen"] / count if count else None
         if exact:
             stats["patterns"] = _patterns(first[f"{i}_top"], options.top_n)
         elif rows:
-            stats["patterns"] = _ranked(second[f"{i}_patterns"], options.top_n)
+            stats["patterns"] = _ranked(first[f"{i}_patterns"], options.top_n)
     return ColumnProfile(name, data_type.simpleString(), count, missing, density, **stats)
 
 
-def profile(df: DataFrame, options: ProfileOptions | None = None) -> TableProfile:
-    """The profile of ``df`` in two aggregations (see the module)."""
-    options = options or ProfileOptions()
-    fields = df.schema.fields
-    kinds = {f.name: _kind(f.dataType) for f in fields}
-    result = prepared_one(df, kinds, options).agg(*pass_one(kinds, options)).first()
+def kinds_of(df: DataFrame) -> dict[str, str | None]:
+    """How each of ``df``'s columns is profiled (see ``_kind``)."""
+    return {f.name: _kind(f.dataType) for f in df.schema.fields}
+
+
+def states(df: DataFrame, options: ProfileOptions, group: Any = None) -> DataFrame:
+    """The profile states of ``df``'s rows: one per value of the ``group`` column (a partition
+    column, as text), or one for all of them when None (an empty ``df`` has one too)."""
+    if group is None:
+        return prepared(df, kinds_of(df), options, F.lit("")).agg(*state(kinds_of(df), options))
+    grouped = prepared(df, kinds_of(df), options, group).groupBy("_partition")
+    return grouped.agg(*state(kinds_of(df), options))
+
+
+def profile_of_states(
+    df: DataFrame, merged_states: DataFrame, options: ProfileOptions
+) -> TableProfile:
+    """The profile of ``df`` from the states of all its rows (``merged_states``: at least one
+    state), counting candidate key pairs over ``df`` if any pair may be one."""
+    fields, kinds = df.schema.fields, kinds_of(df)
+    result = merged(merged_states, kinds, options).first()
     assert result is not None  # a global aggregation has one row
     first = result.asDict()
-    rows = int(first["_rows"])
+    rows = int(first["_rows"] or 0)
+    first["_rows"] = rows
     pairs = key_pairs(kinds, first, rows) if rows else []
-    second_pass = pass_two(df, kinds, first, pairs, options) if rows else None
-    second_row = second_pass.first() if second_pass is not None else None
-    second = second_row.asDict() if second_row is not None else {}
-    columns = [_column(i, f.name, f.dataType, first, second, options) for i, f in enumerate(fields)]
-    numeric = [name for name, kind in kinds.items() if kind == "numeric"]
+    counted = pair_counts(df, pairs, options).first() if pairs else None
+    second = counted.asDict() if counted is not None else {}
+    columns = [_column(i, f.name, f.dataType, first, options) for i, f in enumerate(fields)]
+    names = list(kinds)
     correlations = {
-        (a, b): first[f"corr_{numeric.index(a)}_{numeric.index(b)}"]
-        for a, b in itertools.combinations(numeric, 2)
+        (names[a], names[b]): _correlation(first[f"corr_{a}_{b}"]) for a, b in numeric_pairs(kinds)
     }
     keys: list[tuple[str, ...]] = [(c.name,) for c in columns if c.unique]
     keys += [
         pair for j, pair in enumerate(pairs) if _is_key(int(second[f"pair_{j}"]), rows, options)
     ]
     return TableProfile(rows, columns, correlations, keys, rows < options.exact_distinct_below)
+
+
+def profile(df: DataFrame, options: ProfileOptions | None = None) -> TableProfile:
+    """The profile of ``df`` (see the module): one aggregation, and one more for key pairs."""
+    options = options or ProfileOptions()
+    return profile_of_states(df, states(df, options), options)

@@ -113,9 +113,9 @@ def test_an_empty_table(spark: SparkSession) -> None:
 
 
 def test_frequencies_and_patterns_beyond_the_tracked_values(spark: SparkSession) -> None:
-    # 6 distinct codes, more than the 5 tracked: the patterns are counted by Spark (pass 2), not
-    # from the values, and the frequencies are flagged as estimates (here still exact: the 5
-    # patterns fit the sketch).
+    # 6 distinct codes, more than the 5 tracked: the patterns come from a sketch of the
+    # patterns, not from the values, and the frequencies are flagged as estimates (here still
+    # exact: the 5 patterns fit the sketch).
     options = ProfileOptions(top_n=4, sentinels=("N/A",), exact_frequencies_below=5)
     code = profile(table(spark), options).columns[5]
     assert code.frequencies_exact is False
