@@ -21,7 +21,8 @@ from lakehouse_assets.checks.rules import (
 )
 from lakehouse_assets.checks.transforms import Outcome, evaluate
 from lakehouse_assets.constants import asset_key
-from resources import LakeResource
+from resources import LakeResource, delta
+from resources.delta import PartitionFilters
 
 
 def describe(rules: TableRules, name: str) -> str:
@@ -63,8 +64,10 @@ def _markdown(sample: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def _result(key: dg.AssetKey, outcome: Outcome) -> dg.AssetCheckResult:
-    metadata: dict[str, Any] = {"offending_rows": outcome.offending}
+def _result(
+    key: dg.AssetKey, outcome: Outcome, scope: dict[str, Any] | None = None
+) -> dg.AssetCheckResult:
+    metadata: dict[str, Any] = {"offending_rows": outcome.offending, **(scope or {})}
     if outcome.sample:
         metadata["sample"] = dg.MetadataValue.md(_markdown(outcome.sample))
     return dg.AssetCheckResult(
@@ -82,9 +85,12 @@ def check_results(
     layer: str,
     table: str,
     rules: TableRules | None = None,
+    written: PartitionFilters | None = None,
 ) -> list[dg.AssetCheckResult]:
     """The checks of ``<layer>.<table>`` evaluated on its current snapshot (``rules``: the
-    fitness table's own when not given); none when it has no rules or does not exist."""
+    fitness table's own when not given); none when it has no rules or does not exist. With
+    ``written`` (the day partitions a run wrote: ``checked_days``) and rules whose key fixes the
+    day, only those partitions are read, so a check's cost follows the run's data."""
     rules = rules if rules is not None else RULES.get((layer, table))
     if rules is None or not rules.check_names():
         return []
@@ -92,7 +98,22 @@ def check_results(
     if not lake.exists(layer, table):  # nothing written yet: nothing can break a rule
         return [dg.AssetCheckResult(asset_key=key, check_name=n, passed=True)
                 for n in rules.check_names()]  # fmt: skip
-    return [_result(key, outcome) for outcome in evaluate(lake.read(spark, layer, table), rules)]
+    partitions = written if rules.key_fixes_day else None
+    rows = lake.read(spark, layer, table, partitions=partitions)
+    metadata = {"partitions": delta.predicate(partitions)} if partitions else {}
+    return [_result(key, outcome, metadata) for outcome in evaluate(rows, rules)]
+
+
+def checked_days(
+    context: dg.AssetExecutionContext, key: dg.AssetKey, written: PartitionFilters | None
+) -> PartitionFilters | None:
+    """The partitions the checks of a write of ``key`` are evaluated on: those it ``written``,
+    unless a blocking check of the table failed on its latest write (then None: the whole table,
+    so that a table mended by this write unblocks what reads it, and one still broken anywhere
+    stays blocked)."""
+    if written is None or failed_upstream_checks(context.instance, [key]):
+        return None
+    return written
 
 
 def quarantine_rate_spec(key: dg.AssetKey) -> dg.AssetCheckSpec:

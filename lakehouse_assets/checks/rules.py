@@ -57,6 +57,9 @@ class TableRules:
     conditions: Mapping[str, Condition] = field(default_factory=dict)
     # Check name -> (columns, condition): the columns are unique among the rows meeting it.
     unique_where: Mapping[str, tuple[tuple[str, ...], str]] = field(default_factory=dict)
+    # The key fixes the day partition a row is in, so a run's rows can clash only with rows of
+    # the days it wrote: the rules are evaluated on those days (``results.check_results``).
+    key_fixes_day: bool = False
 
     def check_names(self) -> list[str]:
         """The names of the asset checks these rules make, in a stable order."""
@@ -79,11 +82,13 @@ RULES: dict[tuple[str, str], TableRules] = {
     (SILVER, USERS): TableRules(keys=("user_id", "registration_timestamp")),
     (SILVER, GYM_LOGS): TableRules(
         keys=("mac_address", "gym", "login"),
+        key_fixes_day=True,  # dated by login
         conditions={"logout_after_login": Condition("logout > login", "`logout` after `login`")},
     ),
     (SILVER, USER_PROFILE): TableRules(keys=("user_id",)),
     (SILVER, HEART_RATE): TableRules(
         keys=("device_id", "time"),
+        key_fixes_day=True,  # dated by time
         conditions={"heartrate_plausible": _bpm_plausible("heartrate", only_valid=True)},
     ),
     (SILVER, WORKOUTS): TableRules(
@@ -100,6 +105,9 @@ RULES: dict[tuple[str, str], TableRules] = {
     ),
     (SILVER, WORKOUT_BPM): TableRules(
         keys=(*WORKOUT_KEYS, "time"),
+        # dated by start_time, one per workout: completed_workouts' key, checked on its whole
+        # table (and blocking this one while it fails)
+        key_fixes_day=True,
         conditions={
             "heartrate_plausible": _bpm_plausible("heartrate"),
             "reading_inside_workout": Condition(
@@ -110,6 +118,7 @@ RULES: dict[tuple[str, str], TableRules] = {
     (SILVER, USER_BINS): TableRules(keys=("user_id",), accepted={"age": AGE_LABELS}),
     (GOLD, WORKOUT_BPM_SUMMARY): TableRules(
         keys=tuple(WORKOUT_KEYS),
+        key_fixes_day=True,  # dated by start_time, as workout_bpm
         accepted={"age": AGE_LABELS},
         conditions={
             "bpm_ordered": Condition(
@@ -120,6 +129,7 @@ RULES: dict[tuple[str, str], TableRules] = {
     ),
     (GOLD, GYM_SUMMARY): TableRules(
         keys=tuple(GYM_KEYS),
+        key_fixes_day=True,  # the day is in the key
         conditions={
             "minutes_non_negative": Condition(
                 "minutes_in_gym >= 0 AND minutes_exercising >= 0",

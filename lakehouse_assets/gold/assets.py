@@ -12,6 +12,7 @@ from pyspark.sql import functions as F
 
 from lakehouse_assets.checks.results import (
     check_results,
+    checked_days,
     not_empty_result,
     not_empty_spec,
     require_upstream_checks_passed,
@@ -91,7 +92,7 @@ def _replace_days(
             **profile_after_write(lake, spark, GOLD, table),
         },
         check_results=[
-            *check_results(lake, spark, GOLD, table),
+            *check_results(lake, spark, GOLD, table, written=checked_days(context, key, days)),
             not_empty_result(lake, key, context.assets_def.asset_deps[key]),
         ],
     )

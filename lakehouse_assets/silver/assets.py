@@ -11,6 +11,7 @@ from lakehouse_assets.checks.reconciliation import (
 )
 from lakehouse_assets.checks.results import (
     check_results,
+    checked_days,
     not_empty_result,
     not_empty_spec,
     reconciliation_result,
@@ -20,6 +21,7 @@ from lakehouse_assets.checks.results import (
 from lakehouse_assets.checks.transforms import Outcome
 from lakehouse_assets.constants import (
     COMPLETED_WORKOUTS,
+    DATE,
     HEART_RATE,
     SILVER,
     USER_BINS,
@@ -150,7 +152,10 @@ def _reconcile_readings(
     **SILVER_ASSET,
 )
 def workout_bpm(
-    config: SilverConfig, spark: SparkResource, lake: LakeResource
+    context: dg.AssetExecutionContext,
+    config: SilverConfig,
+    spark: SparkResource,
+    lake: LakeResource,
 ) -> dg.MaterializeResult:
     """The valid readings of each completed workout, of the device its user had registered at
     the reading's time; new workouts, late readings and new registrations each bring their rows
@@ -202,15 +207,19 @@ def workout_bpm(
             replace=replace,
         )  # fmt: skip
     reconciled = _reconcile_readings(lake, session, changed_days)
+    written = [(DATE, "in", changed_days)] if changed_days is not None else None
+    key = asset_key(SILVER, WORKOUT_BPM)
     return dg.MaterializeResult(
         metadata={
             **table_metadata(lake, SILVER, WORKOUT_BPM),
             **profile_after_write(lake, session, SILVER, WORKOUT_BPM),
         },
         check_results=[
-            *check_results(lake, session, SILVER, WORKOUT_BPM),
-            reconciliation_result(asset_key(SILVER, WORKOUT_BPM), reconciled),
-            not_empty_result(lake, asset_key(SILVER, WORKOUT_BPM), WORKOUT_BPM_UPSTREAM),
+            *check_results(
+                lake, session, SILVER, WORKOUT_BPM, written=checked_days(context, key, written)
+            ),
+            reconciliation_result(key, reconciled),
+            not_empty_result(lake, key, WORKOUT_BPM_UPSTREAM),
         ],
     )
 

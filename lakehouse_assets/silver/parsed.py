@@ -15,6 +15,7 @@ from lakehouse_assets.checks.reconciliation import (
 )
 from lakehouse_assets.checks.results import (
     check_results,
+    checked_days,
     not_empty_result,
     not_empty_spec,
     quarantine_rate_result,
@@ -26,6 +27,7 @@ from lakehouse_assets.checks.results import (
 from lakehouse_assets.checks.transforms import Outcome
 from lakehouse_assets.constants import (
     BRONZE,
+    DATE,
     FITNESS_OWNERS,
     GYM_LOGS,
     HEART_RATE,
@@ -139,20 +141,21 @@ def _reconcile(
     parsed: DataFrame,
     read: int,
     merged: DataFrame | None,
+    days: list[str] | None,
 ) -> Outcome:
     """Whether each of the run's bronze records (``parsed``, ``read`` of them) is now in silver
     or quarantine; ``merged``: the rows the run merged (``_rows_to_merge``), None when it merged
     none. A run that read no record has none to account for: no query. In a table laid out by
     days, a row is looked for on its own day only (where the merge put it: ``lake.merge`` looks
-    for a key in the partitions of the batch's rows), so the check reads the run's days, not the
-    table's history."""
+    for a key in the partitions of the batch's rows), so the check reads the run's days
+    (``days``: those of ``merged``, when known), not the table's history."""
     if not read:
         return Outcome(RECONCILED_WITH_BRONZE, 0, [])
     accepted = merged if merged is not None else _rows_to_merge(lake, spark, spec, parsed)
     if spec.from_history:  # a key whose newest event is its delete has no row
         accepted = accepted.where(~F.col("deleted"))
     if layout(spec.table):
-        silver = read_days(lake, spark, spec.table, days_of(accepted))
+        silver = read_days(lake, spark, spec.table, days if days is not None else days_of(accepted))
     else:
         silver = lake.read(spark, SILVER, spec.table)
     return bronze_reconciliation(
@@ -200,7 +203,10 @@ def parsed_table_asset(spec: ParsedTable) -> dg.AssetsDefinition:
         ],
     )
     def _asset(
-        config: SilverConfig, spark: SparkResource, lake: LakeResource
+        context: dg.AssetExecutionContext,
+        config: SilverConfig,
+        spark: SparkResource,
+        lake: LakeResource,
     ) -> Iterator[dg.MaterializeResult]:
         session = spark.get_session()
         changes, markers, fresh = read_changes(
@@ -228,7 +234,11 @@ def parsed_table_asset(spec: ParsedTable) -> dg.AssetsDefinition:
                 delete_flag=delete_flag,
                 partition_by=layout(spec.table),
             )
-        reconciled = _reconcile(lake, session, spec, parsed, read, rows)
+        # The days the merge wrote (its rows' own: a key's day is its row's); None: every day.
+        days = days_of(rows) if rows is not None and layout(spec.table) else None
+        reconciled = _reconcile(lake, session, spec, parsed, read, rows, days)
+        days_written = [(DATE, "in", days)] if days is not None else None
+        written = checked_days(context, table_key, days_written)
         yield dg.MaterializeResult(
             asset_key=table_key,
             metadata={
@@ -237,7 +247,7 @@ def parsed_table_asset(spec: ParsedTable) -> dg.AssetsDefinition:
                 **profile_after_write(lake, session, SILVER, spec.table),
             },
             check_results=[
-                *check_results(lake, session, SILVER, spec.table),
+                *check_results(lake, session, SILVER, spec.table, written=written),
                 reconciliation_result(table_key, reconciled),
                 not_empty_result(lake, table_key, [upstream]),
             ],
