@@ -73,15 +73,10 @@ def test_checks_read_the_days_written_until_a_check_fails(
     # Day 2, clean: the last write failed, so the whole table is checked: still failing (day 1).
     checks = _checks(instance, asset, "2026-11-02", [["a", "09:00", 80]])
     assert checks["plausible"] == (False, 1, None)
-    # Day 1 written again, mended (and a key repeated on it): the whole table again, which
-    # passes the plausible rule now and fails on the repeated key.
-    mended = [["a", "08:00", 70], ["a", "08:00", 71]]
-    checks = _checks(instance, asset, "2026-11-01", mended)
-    assert checks["plausible"] == (True, 0, None)
-    assert checks["primary_key_unique"] == (False, 1, None)
-    # Day 1 written once more, without the repeat: whole table again, every check passes.
+    # Day 1 written again, mended: the whole table again, which passes every check now.
     checks = _checks(instance, asset, "2026-11-01", [["a", "08:00", 70]])
     assert all(passed and scope is None for passed, _, scope in checks.values())
-    # Every check passed last time: day 3 is checked on its own; the rules hold on it.
-    checks = _checks(instance, asset, "2026-11-03", [["b", "10:00", 60]])
+    # Every check passed last time: day 3 is checked on its own, and fails on its own repeat.
+    checks = _checks(instance, asset, "2026-11-03", [["b", "10:00", 60], ["b", "10:00", 61]])
     assert checks["plausible"] == (True, 0, "`date` IN ('2026-11-03')")
+    assert checks["primary_key_unique"] == (False, 1, "`date` IN ('2026-11-03')")
