@@ -36,6 +36,7 @@ from pyspark.sql.types import (
 
 from lakehouse_assets.profiling.model import ColumnProfile, ProfileOptions, TableProfile
 from lakehouse_assets.profiling.passes import (
+    GROUP,
     QUANTILE_STEPS,
     exact_frequencies,
     key_pairs,
@@ -244,10 +245,10 @@ def kinds_of(df: DataFrame) -> dict[str, str | None]:
 def states(df: DataFrame, options: ProfileOptions, group: Any = None) -> DataFrame:
     """The profile states of ``df``'s rows: one per value of the ``group`` column (a partition
     column, as text), or one for all of them when None (an empty ``df`` has one too)."""
-    if group is None:
-        return prepared(df, kinds_of(df), options, F.lit("")).agg(*state(kinds_of(df), options))
-    grouped = prepared(df, kinds_of(df), options, group).groupBy("_partition")
-    return grouped.agg(*state(kinds_of(df), options))
+    kinds = kinds_of(df)
+    values = prepared(df, kinds, options, F.lit("") if group is None else group)
+    aggregations = state(kinds, options)
+    return values.agg(*aggregations) if group is None else values.groupBy(GROUP).agg(*aggregations)
 
 
 def profile_of_states(
