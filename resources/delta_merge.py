@@ -16,6 +16,7 @@ from resources.delta import (
     commit_markers,
     ddl,
     find,
+    hadoop_uri,
     literal,
     marker_settings,
     plain_strings,
@@ -54,11 +55,13 @@ def merge(
         partition_by: the table's partition columns (used when the merge creates it).
         replace: a SQL condition over ``target`` (see ``in_values``): ``source`` holds every row
             the table should have where it holds; the table's other such rows are deleted (in
-            every partition).
+            every partition). Not with ``update_when`` or ``delete_flag``.
 
     Raises:
         ValueError: the table exists with other partition columns (laid out by an older version).
     """
+    if replace and (update_when or delete_flag):
+        raise ValueError("A merge that replaces rows takes neither update_when nor delete_flag.")
     spark = source.sparkSession
     missing = unheld(uri, markers)
     if markers and not missing:
@@ -74,6 +77,8 @@ def merge(
     _check_layout(delta.metadata().partition_columns, partition_by, uri)
     stored = set(delta.schema().to_arrow().names)
     _add_columns(source.select(*kept), uri, stored)
+    if replace:
+        source, delete_flag = _with_replaced(source, uri, keys, replace), REPLACED
     matches = [f"target.{quoted(key)} = source.{quoted(key)}" for key in keys]
     if within_partitions:
         matches += _in_partitions(source, partition_by)
@@ -90,10 +95,6 @@ def merge(
     columns = ", ".join(quoted(n) for n in kept)
     inserted = ", ".join(f"source.{quoted(n)}" for n in kept)
     clauses.append(f"WHEN NOT MATCHED{_and([live])} THEN INSERT ({columns}) VALUES ({inserted})")
-    if replace:
-        # A target row outside the source's partitions is "not matched" too: the condition
-        # keeps the deletes to the replaced rows.
-        clauses.append(f"WHEN NOT MATCHED BY SOURCE AND ({replace}) THEN DELETE")
     view = f"merge_source_{uuid.uuid4().hex}"
     source.createOrReplaceTempView(view)
     statement = (
@@ -108,6 +109,24 @@ def merge(
     # Delta commits no MERGE of an empty source, nor its marker: then every marker alone.
     first = dict(list(markers.items())[:1])
     commit_markers(spark, uri, markers, skip_first=not unheld(uri, first))
+
+
+REPLACED = "_lakehouse_replaced"
+
+
+def _with_replaced(source: DataFrame, uri: str, keys: Sequence[str], replace: str) -> DataFrame:
+    """``source`` with the table's rows where ``replace`` holds and ``source`` lacks their key,
+    flagged in ``REPLACED`` for deletion.
+
+    The merge deletes them as matched rows rather than by ``WHEN NOT MATCHED BY SOURCE``, with
+    which Delta reads and rewrites every file of the table; this way it touches only the files
+    of the replaced rows (found by the condition, with Delta's file statistics) and the source's.
+    """
+    target = source.sparkSession.read.format("delta").load(hadoop_uri(uri)).alias("target")
+    replaced = target.where(replace).select(*source.columns)
+    gone = replaced.join(source.select(*keys), list(keys), "anti")
+    kept = source.select("*", F.lit(False).alias(REPLACED))
+    return kept.unionByName(gone.select("*", F.lit(True).alias(REPLACED)))
 
 
 def _and(conditions: Sequence[str | None]) -> str:

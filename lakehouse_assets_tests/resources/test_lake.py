@@ -242,18 +242,29 @@ def test_replace_deletes_the_rows_of_the_replaced_values_missing_from_the_source
     tmp_path: Path, spark: SparkSession, frame: Frame
 ) -> None:
     lake = LakeResource(root=str(tmp_path))
-    schema = "user long, t long, v long"
-    lake.merge("silver", "w", frame(schema, user=[1, 1, 2], t=[1, 2, 1], v=[5, 5, 5]),
-               ["user", "t"])  # fmt: skip
-    # User 1's rows are recomputed: only t=2 remains, with a new value; user 2 is untouched.
-    lake.merge("silver", "w", frame(schema, user=[1], t=[2], v=[6]), ["user", "t"],
-               replace=in_values("user", [1]))  # fmt: skip
+    schema = "user long, t long, v long, day string"
+    first = frame(schema, user=[1, 1, 2], t=[1, 2, 1], v=[5, 5, 5], day=["a", "b", "c"])
+    lake.merge("silver", "w", first, ["user", "t"], partition_by=["day"])
+
+    def files_of(day: str) -> set[str]:
+        actions = pa.table(lake.table("silver", "w").get_add_actions(flatten=True)).to_pylist()
+        return {a["path"] for a in actions if a["partition.day"] == day}
+
+    day_c = files_of("c")
+    # User 1's rows are recomputed: only t=2 remains, with a new value; its row on day a goes
+    # though the source has no row there; user 2 is untouched, its day's file not rewritten.
+    lake.merge("silver", "w", frame(schema, user=[1], t=[2], v=[6], day=["b"]), ["user", "t"],
+               partition_by=["day"], replace=in_values("user", [1]))  # fmt: skip
     rows = sorted(tuple(r) for r in lake.read(spark, "silver", "w").collect())
-    assert rows == [(1, 2, 6), (2, 1, 5)]
+    assert rows == [(1, 2, 6, "b"), (2, 1, 5, "c")]
+    assert files_of("c") == day_c and files_of("a") == set()
     # An empty source replacing user 2: all of its rows go.
-    lake.merge("silver", "w", frame(schema, user=[], t=[], v=[]), ["user", "t"],
-               replace=in_values("user", [2]))  # fmt: skip
-    assert sorted(tuple(r) for r in lake.read(spark, "silver", "w").collect()) == [(1, 2, 6)]
+    lake.merge("silver", "w", frame(schema, user=[], t=[], v=[], day=[]), ["user", "t"],
+               partition_by=["day"], replace=in_values("user", [2]))  # fmt: skip
+    assert sorted(tuple(r) for r in lake.read(spark, "silver", "w").collect()) == [(1, 2, 6, "b")]
+    with pytest.raises(ValueError, match="replaces rows"):
+        lake.merge("silver", "w", first, ["user", "t"], update_when="source.v > target.v",
+                   replace=in_values("user", [1]))  # fmt: skip
 
 
 def test_changed_values_are_both_sides_of_a_change_and_leave_out_same_value_updates(
