@@ -3,7 +3,8 @@
 and returned as Dagster metadata. After every write of a silver or gold table, and nightly for
 bronze (``schedules/profiles.py``), as ``LAKEHOUSE_PROFILE`` says.
 
-A table partitioned by one column keeps each partition's profile state (``profiling.passes``)
+A table partitioned by one column, of ``STATES_FROM_ROWS`` rows or more, keeps each partition's
+profile state (``profiling.passes``)
 in ``<root>/profiles/<layer>__<table>__partitions``, beside the fingerprint of the partition's
 data files (from the table's log). A profile reads only the partitions whose files changed since
 the last one (a write's days: a merge, an append, a replaced or vacuumed day alike) and merges
@@ -36,6 +37,9 @@ PROFILES = "profiles"  # the profiles' folder under the lake root
 STATES_SUFFIX = "__partitions"  # of the table of a partitioned table's profile states
 FILES, SIGNATURE = "_files", "_signature"  # a state's partition fingerprint, schema and options
 NULL_PARTITION = "\0null"  # the group of the rows whose partition value is null
+# Below this many rows a table is profiled whole in one query, with no states written: keeping
+# them (a Delta commit and a second query) costs more than reading a table this small again.
+STATES_FROM_ROWS = 100_000
 
 
 def profile_mode(environ: Mapping[str, str] | None = None) -> str:
@@ -58,8 +62,10 @@ def take_profile(
     layer: str,
     table: str,
     options: ProfileOptions | None = None,
+    states_from_rows: int = STATES_FROM_ROWS,
 ) -> TableProfile:
-    """Profile ``<layer>.<table>`` and append the profile to its profiles table.
+    """Profile ``<layer>.<table>`` and append the profile to its profiles table (from its
+    partitions' states when it has ``states_from_rows`` rows or more; see the module).
 
     Raises:
         FileNotFoundError: the table does not exist.
@@ -69,7 +75,7 @@ def take_profile(
     # the version whose files the partitions' fingerprints name, whatever is committed meanwhile
     rows = delta.read(spark, lake.table_uri(layer, table), version=snapshot.version())
     columns = snapshot.metadata().partition_columns
-    if len(columns) == 1 and delta.row_count(snapshot):
+    if len(columns) == 1 and delta.row_count(snapshot) >= max(states_from_rows, 1):
         states_name = profiles_table(layer, table) + STATES_SUFFIX
         taken = _by_partitions(lake, spark, snapshot, states_name, rows, columns[0], options)
     else:

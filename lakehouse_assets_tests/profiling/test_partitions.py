@@ -40,7 +40,11 @@ def test_each_profile_reads_only_the_partitions_written_since_the_last(
     lake = LakeResource(root=str(tmp_path))
     first = [(D1, 1.0, "a"), (D1, 2.0, "b"), (D2, 3.0, "a"), (None, 4.0, None)]
     lake.append("silver", "dated", spark.createDataFrame(first, SCHEMA), partition_by=["day"])
-    taken = take_profile(lake, spark, "silver", "dated")
+    # A table this small is profiled whole, with no states kept...
+    assert take_profile(lake, spark, "silver", "dated").rows == 4
+    assert lake.find(PROFILES, STATES) is None
+    # ...unless states are asked for from a table's first row, as below.
+    taken = take_profile(lake, spark, "silver", "dated", states_from_rows=1)
     assert taken.rows == 4
     assert _amounts(taken) == (4, 2.5, pytest.approx(statistics.stdev([1, 2, 3, 4])), 1.0, 4.0)
     name = _column(taken, "name")
@@ -55,7 +59,7 @@ def test_each_profile_reads_only_the_partitions_written_since_the_last(
     day_two.unlink()
 
     lake.append("silver", "dated", spark.createDataFrame([(D3, 10.0, "c")], SCHEMA))
-    taken = take_profile(lake, spark, "silver", "dated")
+    taken = take_profile(lake, spark, "silver", "dated", states_from_rows=1)
     amounts = [1, 2, 3, 4, 10]
     assert _amounts(taken) == (5, 4.0, pytest.approx(statistics.stdev(amounts)), 1.0, 10.0)
     assert _column(taken, "name").top_values == [("a", 2), ("b", 1), ("c", 1)]
@@ -67,7 +71,7 @@ def test_each_profile_reads_only_the_partitions_written_since_the_last(
     lake.replace_partitions("silver", "dated", day_one, [("day", "=", "2026-11-01")], ["day"])
     empty = spark.createDataFrame([], SCHEMA)
     lake.replace_partitions("silver", "dated", empty, [("day", "=", "2026-11-02")], ["day"])
-    taken = take_profile(lake, spark, "silver", "dated")
+    taken = take_profile(lake, spark, "silver", "dated", states_from_rows=1)
     stddev = statistics.stdev([5, 4, 10])
     assert _amounts(taken) == (3, pytest.approx(19 / 3), pytest.approx(stddev), 4.0, 10.0)
     assert _column(taken, "name").top_values == [("b", 1), ("c", 1)]
@@ -76,7 +80,7 @@ def test_each_profile_reads_only_the_partitions_written_since_the_last(
     # A new column: the states start afresh, every partition read again (day 2 has no files).
     extra = spark.createDataFrame([(D3, 7.0, "d", 1)], f"{SCHEMA}, extra long")
     lake.append("silver", "dated", extra)
-    taken = take_profile(lake, spark, "silver", "dated")
+    taken = take_profile(lake, spark, "silver", "dated", states_from_rows=1)
     assert taken.rows == 4 and _column(taken, "extra").count == 1
     assert _amounts(taken)[0] == 4
 
