@@ -43,8 +43,7 @@ run: install
 # Every test on one shared Spark Connect server (test-connect); beside it, in parallel, the tests
 # that start their own Spark and broker (test-own-stacks: the fault matrix on a `lakehouse up`,
 # the demo, the Dagster CLI, a standalone cluster), then the tests marked local_spark once more
-# and those marked local_lane (on no other lane) on a local Spark application in the test process
-# (see lakehouse_assets_tests/conftest.py).
+# on a local Spark application in the test process (see lakehouse_assets_tests/conftest.py).
 # --output-sync prints each part's output whole, once it ends.
 test: install test-services
 	$(MAKE) --no-print-directory --output-sync=target -j2 test-connect test-own-stacks-then-local
@@ -63,7 +62,7 @@ test-faults: install test-services
 	$(BIN)/python -m pytest -m faults
 
 test-local: install
-	LAKEHOUSE_TEST_SPARK=local $(BIN)/python -m pytest -m 'local_spark or local_lane'
+	LAKEHOUSE_TEST_SPARK=local $(BIN)/python -m pytest -m local_spark
 
 # What the tests need from the machine: Chromium (the UI tests) and PostgreSQL's server.
 test-services:

@@ -4,9 +4,8 @@ test session.
 By default the session starts one Spark Connect server from the pyspark wheel and every test, and
 every process a test starts (``SPARK_REMOTE`` is exported), is a client of it: the production
 shape. With ``LAKEHOUSE_TEST_SPARK=local`` the tests run on a local Spark application in the
-test process instead; ``make test`` runs the tests marked ``local_spark`` that way too, and those
-marked ``local_lane`` that way only (to balance its two lanes). (A process holds either kind of
-session, never both: PySpark forbids mixing them.)
+test process instead; ``make test`` runs the tests marked ``local_spark`` that way too. (A process
+holds either kind of session, never both: PySpark forbids mixing them.)
 """
 
 from __future__ import annotations

@@ -4,11 +4,11 @@ and returned as Dagster metadata. After every write of a silver or gold table, a
 bronze (``schedules/profiles.py``), as ``LAKEHOUSE_PROFILE`` says.
 
 A table partitioned by one column, of ``STATES_FROM_ROWS`` rows or more, keeps each partition's
-profile state (``profiling.passes``)
-in ``<root>/profiles/<layer>__<table>__partitions``, beside the fingerprint of the partition's
-data files (from the table's log). A profile reads only the partitions whose files changed since
-the last one (a write's days: a merge, an append, a replaced or vacuumed day alike) and merges
-their new states with the others', so its cost follows the data written, not the table's size.
+profile state (``profiling.passes``) in ``<root>/profiles/<layer>__<table>__partitions``, beside
+the fingerprint of the partition's data files (from the table's log). A profile reads only the
+partitions whose files changed since the last one (a write's days: a merge, an append, a replaced
+or vacuumed day alike) and merges their new states with the others', so its cost follows the
+data written, not the table's size.
 A new schema of the table or new profile options start the states afresh.
 """
 

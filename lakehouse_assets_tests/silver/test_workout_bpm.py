@@ -10,7 +10,6 @@ from typing import Any
 
 import dagster as dg
 import pyarrow as pa
-import pytest
 from pyspark.sql import DataFrame, SparkSession
 
 from lakehouse_assets.checks.reconciliation import READINGS_IN_WORKOUT_BPM
@@ -18,8 +17,6 @@ from lakehouse_assets.constants import COMPLETED_WORKOUTS, DATE, HEART_RATE, SIL
 from lakehouse_assets.constants import WORKOUT_BPM as TABLE
 from lakehouse_assets.silver.assets import workout_bpm
 from resources import LakeResource
-
-pytestmark = pytest.mark.local_lane  # the end-to-end test computes workout_bpm over Connect
 
 JAN_1, JAN_2, JAN_3 = date(2026, 1, 1), date(2026, 1, 2), date(2026, 1, 3)
 
