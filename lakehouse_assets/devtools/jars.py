@@ -8,12 +8,14 @@ repository is Maven Central, or Spark's own ``DEFAULT_ARTIFACT_REPOSITORY`` (an 
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
 import tomllib
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +27,9 @@ PINS = Path(__file__).with_name("jars.toml")
 KAFKA_JARS_DIR = JARS_DIR.with_name("kafka")
 MAVEN_CENTRAL = "https://repo1.maven.org/maven2/"
 MIRROR_VARIABLE = "DEFAULT_ARTIFACT_REPOSITORY"  # Spark's own: the root of every repository
+# Ivy's downloads, shared by the user's checkouts (as pip's cache is): a new clone's install
+# resolves from it (8 s here) instead of downloading again (26 s). One folder per pin section.
+IVY_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "lakehouse" / "ivy"
 
 
 @dataclass(frozen=True)
@@ -51,18 +56,23 @@ class JarResolutionError(RuntimeError):
     """The pinned jars could not be resolved."""
 
 
-def resolve(target: Path = JARS_DIR, pins: Pins | None = None) -> list[Path]:
+def resolve(
+    target: Path = JARS_DIR, pins: Pins | None = None, ivy_cache: Path = IVY_CACHE
+) -> list[Path]:
     """Resolve ``pins`` (the ``spark`` section) with their dependencies into ``target``, replacing
-    what it held only once every jar resolved; returns the jars. Ivy's cache stays beside
-    ``target``, so resolving again needs the network only for what changed.
+    what it held only once every jar resolved; returns the jars. Ivy's cache is kept in
+    ``ivy_cache`` (a folder per target, locked while in use), so resolving again needs the network
+    only for what changed.
 
     Raises:
         JarResolutionError: a package or a dependency could not be resolved.
     """
     pins = pins or pinned()
-    ivy = target.parent / f"{target.name}-ivy"
-    shutil.rmtree(ivy / "jars", ignore_errors=True)  # Ivy copies the resolved jars there
-    with tempfile.TemporaryDirectory() as work:
+    ivy = ivy_cache / target.name
+    ivy.mkdir(parents=True, exist_ok=True)
+    with (ivy / ".lock").open("w") as lock, tempfile.TemporaryDirectory() as work:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another checkout's install may be resolving
+        shutil.rmtree(ivy / "jars", ignore_errors=True)  # Ivy copies the resolved jars there
         nothing = Path(work) / "resolved.py"
         nothing.touch()
         command = [
@@ -80,26 +90,30 @@ def resolve(target: Path = JARS_DIR, pins: Pins | None = None) -> list[Path]:
             "PYSPARK_PYTHON": sys.executable,
         }
         done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
-    jars = sorted((ivy / "jars").glob("*.jar"))
-    if done.returncode != 0 or not jars:
-        repository = env[MIRROR_VARIABLE]
-        raise JarResolutionError(
-            f"Could not resolve the JVM packages {', '.join(pins.packages)} from {repository} "
-            f"(set {MIRROR_VARIABLE} to use a mirror). spark-submit said:\n{done.stderr[-3000:]}"
-        )
-    staged = target.with_name(f"{target.name}.new")
-    shutil.rmtree(staged, ignore_errors=True)
-    staged.mkdir(parents=True)
-    for jar in jars:
-        shutil.move(jar, staged / jar.name)
+        jars = sorted((ivy / "jars").glob("*.jar"))
+        if done.returncode != 0 or not jars:
+            repository = env[MIRROR_VARIABLE]
+            raise JarResolutionError(
+                f"Could not resolve the JVM packages {', '.join(pins.packages)} from "
+                f"{repository} (set {MIRROR_VARIABLE} to use a mirror). spark-submit said:\n"
+                f"{done.stderr[-3000:]}"
+            )
+        staged = target.with_name(f"{target.name}.new")
+        shutil.rmtree(staged, ignore_errors=True)
+        staged.mkdir(parents=True)
+        for jar in jars:
+            shutil.copyfile(jar, staged / jar.name)
     shutil.rmtree(target, ignore_errors=True)
     staged.rename(target)
     return sorted(target.glob("*.jar"))
 
 
 def resolve_all() -> dict[str, list[Path]]:
-    """Resolve every section of the pin file into its folder: Spark's packages, Kafka's broker."""
-    return {
-        "Spark": resolve(JARS_DIR, pinned("spark")),
-        "the embedded Kafka broker": resolve(KAFKA_JARS_DIR, pinned("kafka")),
-    }
+    """Resolve every section of the pin file into its folder: Spark's packages, Kafka's broker.
+
+    The two resolutions run at once (each a JVM of its own, with an Ivy cache of its own).
+    """
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        spark = pool.submit(resolve, JARS_DIR, pinned("spark"))
+        kafka = pool.submit(resolve, KAFKA_JARS_DIR, pinned("kafka"))
+        return {"Spark": spark.result(), "the embedded Kafka broker": kafka.result()}

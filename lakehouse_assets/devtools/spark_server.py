@@ -91,6 +91,7 @@ class SparkConnectServer(LocalService):
         keep_log: bool = False,
         log_file: Path | None = None,
         daemon_idle_s: float = 300.0,
+        java_options: str = "",
     ) -> None:
         """Prepare a server.
 
@@ -105,6 +106,8 @@ class SparkConnectServer(LocalService):
             log_file: append the output to this file (kept) instead of a temporary one.
             daemon_idle_s: end the Python worker daemons a closed session left once they have
                 had no worker for this long (see ``python_daemons``).
+            java_options: more options of the driver JVM, after the quick-start ones (unless
+                ``conf`` sets ``spark.driver.extraJavaOptions`` itself).
         """
         super().__init__(timeout_s, keep_log, log_file)
         self.port = port if port is not None else free_port()
@@ -118,7 +121,7 @@ class SparkConnectServer(LocalService):
         # test session's graph runs 33-42 s instead of 46-61 s once warm, and the tests of
         # ``sources/`` and ``silver/`` 559 s instead of 830 s, the server's CPU 732 s instead
         # of 1,171 s (one run each).
-        options = quick_start_options(DEFAULT_ARCHIVE, quick_jit=False)
+        options = f"{quick_start_options(DEFAULT_ARCHIVE, quick_jit=False)} {java_options}".strip()
         if options:
             self.conf.setdefault("spark.driver.extraJavaOptions", options)
         self.env = dict(env or {})

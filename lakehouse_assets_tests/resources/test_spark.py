@@ -141,8 +141,10 @@ def test_every_connect_server_maps_the_archive_with_the_full_jit_unless_told_oth
     assert DEFAULT_ARCHIVE.is_file(), "no class archive: `make install` writes it"
     options = SparkConnectServer().conf["spark.driver.extraJavaOptions"]
     assert options == f"-XX:SharedArchiveFile={DEFAULT_ARCHIVE}"
+    more = SparkConnectServer(java_options="-XX:+UseParallelGC").conf
+    assert more["spark.driver.extraJavaOptions"] == f"{options} -XX:+UseParallelGC"
     own = {"spark.driver.extraJavaOptions": "-Xss4m"}
-    assert SparkConnectServer(conf=own).conf == own
+    assert SparkConnectServer(conf=own, java_options="-XX:+UseParallelGC").conf == own
 
 
 def test_an_unusable_archive_costs_time_not_the_run(tmp_path: Path) -> None:
