@@ -50,6 +50,13 @@ INTERPRETED: dict[str, str] = {
 # of sources/ and silver/ took 0.93x and 0.96x the time, 0.87x and 0.91x the CPU (two pairs, one
 # in each order; docs/benchmarks.md).
 TEST_SERVER_JAVA = "-XX:+UseParallelGC"
+
+
+def connect_server() -> SparkConnectServer:
+    """A Spark Connect server as the tests run theirs: interpreted, the parallel collector."""
+    return SparkConnectServer(conf=INTERPRETED, java_options=TEST_SERVER_JAVA)
+
+
 if SPARK_MODE not in ("connect", "local"):
     raise ValueError(f"LAKEHOUSE_TEST_SPARK must be 'connect' or 'local', got {SPARK_MODE!r}")
 
@@ -60,7 +67,7 @@ def spark_remote() -> Iterator[str | None]:
     if SPARK_MODE == "local":
         yield None
         return
-    with SparkConnectServer(conf=INTERPRETED, java_options=TEST_SERVER_JAVA) as server:
+    with connect_server() as server:
         os.environ[ENV_SPARK_REMOTE] = server.url  # processes the tests start use it too
         try:
             yield server.url

@@ -26,8 +26,7 @@ from playwright.sync_api import expect, sync_playwright
 from lakehouse_assets import sample_data
 from lakehouse_assets.constants import BRONZE, HEART_RATE, SILVER, TOPIC_BPM, asset_key
 from lakehouse_assets.devtools.broker import EmbeddedBroker
-from lakehouse_assets.devtools.spark_server import SparkConnectServer
-from lakehouse_assets_tests.conftest import INTERPRETED, TEST_SERVER_JAVA
+from lakehouse_assets_tests.conftest import connect_server
 from lakehouse_assets_tests.test_ui import CHROMIUM_ARGS, REPO_ROOT, dagster_dev, dismiss_dialog
 from resources import ENV_SPARK_REMOTE
 
@@ -65,7 +64,7 @@ def test_the_documented_path_runs_bronze_then_silver_by_itself_and_shows_rows_an
     today = datetime.now(UTC).date()
     sample = sample_data.generate(USERS, DAYS, first_day=today - timedelta(days=DAYS - 1))
     bpm_records = sum(1 for message in sample.messages if message.topic == TOPIC_BPM)
-    server = SparkConnectServer(conf=INTERPRETED, java_options=TEST_SERVER_JAVA)  # as conftest
+    server = connect_server()
     with EmbeddedBroker() as broker, server:
         env = {
             ENV_SPARK_REMOTE: server.url,
