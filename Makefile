@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: install chromium postgresql test-services run test test-connect test-faults \
-	test-own-stacks test-own-stacks-then-local test-local lint broker spark-server dev up bench clean
+	test-first-lane test-second-lane test-own-stacks test-local lint broker spark-server dev up bench clean
 
 install: $(STAMP)
 
@@ -40,19 +40,28 @@ postgresql:
 run: install
 	$(BIN)/lakehouse demo
 
-# Every test on one shared Spark Connect server (test-connect); beside it, in parallel, the tests
-# that start their own Spark and broker (test-own-stacks: the fault matrix on a `lakehouse up`,
-# the demo, the Dagster CLI, a standalone cluster), then the tests marked local_spark once more
-# on a local Spark application in the test process (see lakehouse_assets_tests/conftest.py).
+# Two lanes on the two cores. One: the tests that are clients of one Spark Connect server,
+# but those of SECOND_LANE. Beside it: the tests that start their own Spark and broker
+# (test-own-stacks: the fault matrix on a `lakehouse up`, the demo, the Dagster CLI, a standalone
+# cluster), then the tests marked local_spark once more on a local Spark application in the test
+# process (see lakehouse_assets_tests/conftest.py), then SECOND_LANE's tests on a Connect server
+# of their own: chosen so that both lanes end about together (docs/benchmarks.md).
 # --output-sync prints each part's output whole, once it ends.
-test: install test-services
-	$(MAKE) --no-print-directory --output-sync=target -j2 test-connect test-own-stacks-then-local
+SECOND_LANE := lakehouse_assets_tests/sources/test_debezium.py
 
+test: install test-services
+	$(MAKE) --no-print-directory --output-sync=target -j2 test-first-lane test-second-lane
+
+test-first-lane: install
+	$(BIN)/python -m pytest $(addprefix --ignore=,$(SECOND_LANE))
+
+test-second-lane: test-own-stacks
+	$(MAKE) --no-print-directory test-local
+	$(BIN)/python -m pytest $(SECOND_LANE)
+
+# Every test that is a client of the session's Spark Connect server.
 test-connect: install
 	$(BIN)/python -m pytest
-
-test-own-stacks-then-local: test-own-stacks
-	$(MAKE) --no-print-directory test-local
 
 test-own-stacks: install test-services
 	$(BIN)/python -m pytest -m 'faults or own_stack'
