@@ -7,8 +7,7 @@ STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: install chromium postgresql test-services run test test-connect test-faults \
-	test-first-lane test-second-lane test-spare-lane test-own-stacks test-local lint broker \
-	spark-server dev up bench clean
+	test-first-lane test-second-lane test-own-stacks test-local lint broker spark-server dev up bench clean
 
 install: $(STAMP)
 
@@ -41,28 +40,24 @@ postgresql:
 run: install
 	$(BIN)/lakehouse demo
 
-# Three lanes on the two cores, from the start. One: the tests that are clients of one Spark
-# Connect server, but those of SPARE_LANE. Beside it: the tests that start their own Spark and
-# broker (test-own-stacks: the fault matrix on a `lakehouse up`, the demo, the Dagster CLI, a
-# standalone cluster), then the tests marked local_spark once more on a local Spark application
-# in the test process (see lakehouse_assets_tests/conftest.py). And SPARE_LANE's tests on a Connect
-# server of their own, in the own stacks' waits: chosen so that the lanes end about together
-# (docs/benchmarks.md). --output-sync prints each lane's output whole, once it ends.
-SPARE_LANE := $(addprefix lakehouse_assets_tests/,sources/test_debezium.py sources/test_route.py \
-	test_migrations.py)
+# Two lanes on the two cores. One: the tests that are clients of one Spark Connect server,
+# but those of SECOND_LANE. Beside it: the tests that start their own Spark and broker
+# (test-own-stacks: the fault matrix on a `lakehouse up`, the demo, the Dagster CLI, a standalone
+# cluster), then the tests marked local_spark once more on a local Spark application in the test
+# process (see lakehouse_assets_tests/conftest.py), then SECOND_LANE's tests on a Connect server
+# of their own: chosen so that both lanes end about together (docs/benchmarks.md).
+# --output-sync prints each part's output whole, once it ends.
+SECOND_LANE := lakehouse_assets_tests/sources/test_debezium.py
 
 test: install test-services
-	$(MAKE) --no-print-directory --output-sync=target -j3 test-first-lane test-second-lane \
-		test-spare-lane
+	$(MAKE) --no-print-directory --output-sync=target -j2 test-first-lane test-second-lane
 
 test-first-lane: install
-	$(BIN)/python -m pytest $(addprefix --ignore=,$(SPARE_LANE))
+	$(BIN)/python -m pytest $(addprefix --ignore=,$(SECOND_LANE))
 
 test-second-lane: test-own-stacks
 	$(MAKE) --no-print-directory test-local
-
-test-spare-lane: install
-	$(BIN)/python -m pytest $(SPARE_LANE)
+	$(BIN)/python -m pytest $(SECOND_LANE)
 
 # Every test that is a client of the session's Spark Connect server.
 test-connect: install
