@@ -14,6 +14,7 @@ import contextlib
 import json
 import os
 import time
+import uuid
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from pyspark.sql import SparkSession
 from lakehouse_assets import sample_data
 from lakehouse_assets.devtools.broker import EmbeddedBroker
 from lakehouse_assets.devtools.postgres import PostgresServer
+from lakehouse_assets.devtools.s3_endpoint import S3Endpoint
 from lakehouse_assets.devtools.spark_server import SparkConnectServer
 from lakehouse_assets.sample_data import Message
 from resources import ENV_SPARK_REMOTE, SparkResource, build_resources
@@ -61,8 +63,36 @@ if SPARK_MODE not in ("connect", "local"):
     raise ValueError(f"LAKEHOUSE_TEST_SPARK must be 'connect' or 'local', got {SPARK_MODE!r}")
 
 
+S3_BUCKET = "lake"  # the session's S3 endpoint's bucket: each test's lake under a prefix of its own
+
+
 @pytest.fixture(scope="session")
-def spark_remote() -> Iterator[str | None]:
+def s3_endpoint() -> Iterator[S3Endpoint]:
+    """One S3 API server on loopback for the session (moto), holding ``S3_BUCKET``. Its variables
+    are exported before the session's Spark starts, so that S3A, delta-rs and pyarrow reach it."""
+    with S3Endpoint() as endpoint:
+        endpoint.create_bucket(S3_BUCKET)
+        variables = endpoint.environment()
+        saved = {name: os.environ.get(name) for name in variables}
+        os.environ.update(variables)
+        try:
+            yield endpoint
+        finally:
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+
+
+@pytest.fixture
+def s3_lake_root(s3_endpoint: S3Endpoint) -> str:
+    """A lake root of the test's own on the session's S3 endpoint."""
+    return f"s3a://{S3_BUCKET}/{uuid.uuid4().hex}"
+
+
+@pytest.fixture(scope="session")
+def spark_remote(s3_endpoint: S3Endpoint) -> Iterator[str | None]:
     """The URL of the session's Spark Connect server (None on a local Spark)."""
     if SPARK_MODE == "local":
         yield None
@@ -131,7 +161,20 @@ def lake_root(tmp_path: Path) -> Path:
 def resources(
     broker: EmbeddedBroker, lake_root: Path, spark: SparkSession, spark_remote: str | None
 ) -> dict[str, Any]:
-    env = {"KAFKA_BOOTSTRAP_SERVERS": broker.bootstrap_servers, "LAKEHOUSE_ROOT": str(lake_root)}
+    return lake_resources(broker, str(lake_root), spark_remote)
+
+
+@pytest.fixture
+def s3_resources(
+    broker: EmbeddedBroker, s3_lake_root: str, spark: SparkSession, spark_remote: str | None
+) -> dict[str, Any]:
+    """The resources of a lake on the session's S3 endpoint (``s3_lake_root``)."""
+    return lake_resources(broker, s3_lake_root, spark_remote)
+
+
+def lake_resources(broker: EmbeddedBroker, root: str, spark_remote: str | None) -> dict[str, Any]:
+    """The resources of a lake at ``root`` with the session's broker and Spark."""
+    env = {"KAFKA_BOOTSTRAP_SERVERS": broker.bootstrap_servers, "LAKEHOUSE_ROOT": root}
     if spark_remote:
         env[ENV_SPARK_REMOTE] = spark_remote
     return build_resources(env)

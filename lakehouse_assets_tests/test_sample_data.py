@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 from collections import Counter, defaultdict
 from datetime import UTC, date, datetime
 from itertools import pairwise
@@ -255,21 +254,11 @@ def test_a_second_batch_continues_the_first() -> None:
     assert night in completed
 
 
-def test_write_landing_renames_hidden_temporary_files(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_write_landing_leaves_whole_files_and_no_temporary_one(tmp_path: Path) -> None:
     files = [
         LandingFile("registered_users", "registered_users-2026-11-01-1.csv", "user_id\n1\n"),
         LandingFile("gym_logins", "gym_logins-2026-11-01-1.csv", "mac_address\naa\n"),
     ]
-    renames: list[tuple[Path, Path]] = []
-    real_replace = os.replace
-
-    def recording_replace(source: Any, target: Any) -> None:
-        renames.append((Path(source), Path(target)))
-        real_replace(source, target)
-
-    monkeypatch.setattr(os, "replace", recording_replace)
     write_landing(tmp_path / "lake", files)
     landing = tmp_path / "lake" / "landing"
     for landing_file in files:
@@ -279,6 +268,3 @@ def test_write_landing_renames_hidden_temporary_files(
         "gym_logins/gym_logins-2026-11-01-1.csv",
         "registered_users/registered_users-2026-11-01-1.csv",
     ]
-    assert len(renames) == 2
-    for temporary, target in renames:
-        assert temporary.name.startswith(".") and temporary.parent == target.parent

@@ -14,13 +14,9 @@ from urllib.parse import unquote
 
 from pyarrow import fs
 
+from resources.files import move_folder
 from resources.kafka_client import Offsets, TopicPartitionKey, from_offsets
-
-
-def _filesystem(uri: str) -> tuple[fs.FileSystem, str]:
-    if "://" not in uri:
-        return fs.LocalFileSystem(), uri
-    return fs.FileSystem.from_uri(uri.replace("s3a://", "s3://", 1))
+from resources.object_store import filesystem as _filesystem
 
 
 def _log_entries(filesystem: fs.FileSystem, folder: str) -> dict[int, str]:
@@ -102,10 +98,9 @@ def record_cluster(checkpoint: str, cluster_id: str) -> None:
 def set_aside(checkpoint: str) -> str:
     """Move a checkpoint aside (to ``<checkpoint>.set-aside-<UTC time>``), so the stream starts
     anew where it is told; returns where the old one is kept."""
-    suffix = f".set-aside-{datetime.now(UTC):%Y%m%dT%H%M%S%fZ}"
-    filesystem, root = _filesystem(checkpoint)
-    filesystem.move(root, root + suffix)
-    return checkpoint + suffix
+    kept = f"{checkpoint}.set-aside-{datetime.now(UTC):%Y%m%dT%H%M%S%fZ}"
+    move_folder(checkpoint, kept)
+    return kept
 
 
 def query_id(checkpoint: str) -> str | None:

@@ -27,6 +27,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import ArrayType, DataType, MapType, StringType, StructType
 
+from resources.object_store import delta_rs_options
+
 CHANGE_TYPE = "_change_type"  # the change data feed's column naming the kind of change
 INSERTED = ("insert", "update_postimage")  # change types that carry a row's new content
 FEED_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
@@ -46,9 +48,10 @@ def hadoop_uri(uri: str) -> str:
 
 
 def find(uri: str, options: Options | None = None) -> DeltaTable | None:
-    """The table's latest snapshot (its log, read by delta-rs), or None before it exists."""
+    """The table's latest snapshot (its log, read by delta-rs), or None before it exists.
+    ``options`` add to the storage options that ``object_store`` derives from the variables."""
     try:
-        return DeltaTable(uri, storage_options=dict(options or {}))
+        return DeltaTable(uri, storage_options={**delta_rs_options(), **(options or {})})
     except TableNotFoundError:
         return None
 

@@ -7,12 +7,7 @@ import uuid
 
 from pyarrow import fs
 
-
-def _location(uri: str) -> tuple[fs.FileSystem, str]:
-    """The file system of ``uri``, and its path there."""
-    if "://" not in uri:
-        return fs.LocalFileSystem(), uri
-    return fs.FileSystem.from_uri(uri.replace("s3a://", "s3://", 1))
+from resources.object_store import filesystem as _location
 
 
 def read_text(uri: str) -> str | None:
@@ -47,3 +42,25 @@ def delta_folders(uri: str) -> list[str]:
     return sorted(
         n for n, log in zip(folders, logs, strict=True) if log.type != fs.FileType.NotFound
     )
+
+
+def make_folder(uri: str) -> None:
+    """Make the folder ``uri`` (and its parents) where none is: on an object store, an empty
+    marker object that Spark's file sources list as a folder."""
+    filesystem, path = _location(uri)
+    filesystem.create_dir(path, recursive=True)
+
+
+def move_folder(uri: str, to: str) -> None:
+    """Move the folder ``uri`` and all it holds to ``to`` (on the same file system). Where the
+    file system cannot rename a folder (an object store), it is copied, then deleted: a crash in
+    between leaves both, or the copy whole and part of the original."""
+    filesystem, path = _location(uri)
+    _, target = _location(to)
+    try:
+        filesystem.move(path, target)
+    except (NotImplementedError, OSError):
+        if filesystem.get_file_info(path).type != fs.FileType.Directory:
+            raise
+        fs.copy_files(path, target, filesystem, filesystem)
+        filesystem.delete_dir(path)

@@ -15,7 +15,7 @@ from pydantic import Field
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from resources import delta, delta_merge, files
+from resources import delta, delta_merge, files, object_store
 from resources.delta import Markers, PartitionFilters, hadoop_uri
 
 
@@ -29,11 +29,17 @@ class LakeResource(dg.ConfigurableResource):
     )
     storage_options: dict[str, str] = Field(
         default_factory=dict,
-        description="Options passed to delta-rs for object storage (credentials, region...).",
+        description="Options for delta-rs on object storage, beyond those it reads from the "
+        "standard variables (AWS_ACCESS_KEY_ID, AWS_ENDPOINT_URL...).",
     )
     max_files_per_trigger: int = Field(
         default=1000, description="Landing-zone files read per micro-batch at most."
     )
+
+    def setup_for_execution(self, context: dg.InitResourceContext) -> None:
+        """Before a step or a sensor touches the lake: a clear error, naming the root, when its
+        object store cannot be used (``object_store.check_root``)."""
+        object_store.check_root(self.root_uri)
 
     @property
     def root_uri(self) -> str:
@@ -62,8 +68,7 @@ class LakeResource(dg.ConfigurableResource):
         Files whose names start with ``.`` or ``_`` are ignored until renamed: writers should
         write under such a name and rename when done.
         """
-        if "://" not in self.root_uri:
-            os.makedirs(self.path(*folder), exist_ok=True)
+        files.make_folder(self.path(*folder))  # Spark's file source needs the folder to exist
         return (
             spark.readStream.format("text")
             .option("maxFilesPerTrigger", str(self.max_files_per_trigger))

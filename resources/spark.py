@@ -27,6 +27,8 @@ from pydantic import Field
 from pyspark import SparkContext
 from pyspark.sql import DataFrame, SparkSession
 
+from resources import object_store
+
 # Session settings every run relies on, whatever the application: applied to each new session.
 SESSION_DEFAULTS: dict[str, str] = {
     "spark.sql.session.timeZone": "UTC",
@@ -80,10 +82,13 @@ class SparkJarsMissing(RuntimeError):
     """The pinned JVM packages were never resolved into this environment."""
 
 
-def jvm_settings(jars_dir: Path = JARS_DIR) -> dict[str, str]:
+def jvm_settings(
+    jars_dir: Path = JARS_DIR, environ: Mapping[str, str] | None = None
+) -> dict[str, str]:
     """Settings of every Spark application the project starts (a Connect server, a local
-    session): the pinned jars, which its executors fetch from the driver, Delta's extension, and
-    the static settings.
+    session): the pinned jars, which its executors fetch from the driver, Delta's extension, the
+    static settings, and the object store's endpoint named in ``environ`` (the process's
+    variables when None; see ``resources.object_store``).
 
     Raises:
         SparkJarsMissing: ``jars_dir`` holds no jar.
@@ -95,7 +100,12 @@ def jvm_settings(jars_dir: Path = JARS_DIR) -> dict[str, str]:
             "resolve Delta Lake and Spark's Kafka source once."
         )
     jars_setting = ",".join(str(jar) for jar in jars)
-    return {"spark.jars": jars_setting, **DELTA_SETTINGS, **STATIC_SETTINGS}
+    return {
+        "spark.jars": jars_setting,
+        **DELTA_SETTINGS,
+        **STATIC_SETTINGS,
+        **object_store.spark_settings(environ),
+    }
 
 
 class SparkConnectUnreachable(RuntimeError):

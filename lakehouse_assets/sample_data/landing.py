@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import csv
 import io
-import os
 import random
 from collections.abc import Sequence
 from datetime import UTC, date, datetime, timedelta
@@ -32,6 +31,7 @@ from lakehouse_assets.sample_data.model import (
     mac_address,
     registered_at,
 )
+from resources.files import write_text
 
 
 def _csv_text(header: Sequence[str], rows: list[list[object]]) -> str:
@@ -108,14 +108,9 @@ def gym_files(
 
 
 def write_landing(root: str | Path, files: list[LandingFile]) -> None:
-    """Write each file to ``<root>/landing/<source>/<name>``, atomically.
-
-    The text goes to a hidden temporary file in the same folder first (Spark's file source skips
-    names starting with "."), then is renamed to its final name, so a reader never sees half a file.
-    """
+    """Write each file to ``<root>/landing/<source>/<name>`` (a folder or an object store's URI),
+    whole: the text goes to a hidden file first (Spark's file source skips names starting with
+    "."), then takes its name, so a reader never sees half a file (``resources.files``)."""
     for landing_file in files:
-        folder = Path(root) / LANDING_DIR / landing_file.source
-        folder.mkdir(parents=True, exist_ok=True)
-        temporary = folder / f".{landing_file.name}.tmp"
-        temporary.write_text(landing_file.text, encoding="utf-8")
-        os.replace(temporary, folder / landing_file.name)
+        uri = f"{root}/{LANDING_DIR}/{landing_file.source}/{landing_file.name}"
+        write_text(uri, landing_file.text)

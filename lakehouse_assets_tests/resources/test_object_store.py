@@ -1,0 +1,140 @@
+"""The lake on object storage: the settings each engine takes from the standard variables, a clear
+error for a root that cannot be used, and the lake's own calls on an ``s3a://`` root of the
+session's S3 endpoint (moto on loopback)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import dagster as dg
+import pytest
+from pyspark.sql import SparkSession
+
+from lakehouse_assets.bronze.assets import bronze_checkpoint, bronze_landing_assets
+from lakehouse_assets.constants import (
+    BRONZE,
+    CHECKPOINTS_DIR,
+    LANDING_DIR,
+    LANDING_GYM_LOGINS,
+    TOPIC_BPM,
+    asset_key,
+)
+from lakehouse_assets.devtools.broker import EmbeddedBroker
+from lakehouse_assets.devtools.s3_endpoint import S3Endpoint
+from lakehouse_assets_tests.bronze.helpers import (
+    bronze_sequence_numbers,
+    heart_rates,
+    materialize_bpm,
+)
+from lakehouse_assets_tests.conftest import produce
+from resources import LakeResource, checkpoints, files, object_store
+from resources.object_store import LakeRootUnreachable
+
+GYM_ASSET = next(a for a in bronze_landing_assets if a.key == asset_key(BRONZE, LANDING_GYM_LOGINS))
+
+
+def test_spark_reaches_the_endpoint_of_the_standard_variables_path_style() -> None:
+    environ = {"AWS_ENDPOINT_URL": "http://127.0.0.1:9000", "AWS_REGION": "eu-west-3"}
+    assert object_store.spark_settings(environ) == {
+        "spark.hadoop.fs.s3a.endpoint": "http://127.0.0.1:9000",
+        "spark.hadoop.fs.s3a.path.style.access": "true",
+        "spark.hadoop.fs.s3a.connection.ssl.enabled": "false",
+        "spark.hadoop.fs.s3a.endpoint.region": "eu-west-3",
+    }
+    assert object_store.delta_rs_options(environ) == {"AWS_ALLOW_HTTP": "true"}
+    # S3's own endpoint wins over the general one; a TLS endpoint needs nothing of delta-rs.
+    environ = {
+        "AWS_ENDPOINT_URL": "http://elsewhere:1",
+        "AWS_ENDPOINT_URL_S3": "https://s3.example.com",
+        "AWS_DEFAULT_REGION": "us-west-2",
+    }
+    assert object_store.spark_settings(environ)["spark.hadoop.fs.s3a.endpoint"] == (
+        "https://s3.example.com"
+    )
+    assert object_store.spark_settings(environ)["spark.hadoop.fs.s3a.connection.ssl.enabled"] == (
+        "true"
+    )
+    assert object_store.spark_settings(environ)["spark.hadoop.fs.s3a.endpoint.region"] == (
+        "us-west-2"
+    )
+    assert object_store.delta_rs_options(environ) == {}
+    assert object_store.spark_settings({}) == {}  # AWS itself: S3A's own defaults
+
+
+def test_a_root_without_its_bucket_is_named_before_any_step_runs(
+    s3_endpoint: S3Endpoint, env: dict[str, Any]
+) -> None:
+    env["lake"] = LakeResource(root="s3a://no-such-bucket/lake")
+    with pytest.raises(dg.DagsterResourceFunctionError) as failure:
+        dg.materialize([GYM_ASSET], resources=env)
+    assert isinstance(failure.value.__cause__, LakeRootUnreachable)
+    message = str(failure.value.__cause__)
+    assert "s3a://no-such-bucket/lake" in message
+    assert "bucket 'no-such-bucket' does not exist" in message
+
+
+def test_an_endpoint_that_does_not_answer_is_named_with_the_root(
+    s3_endpoint: S3Endpoint, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:1")
+    with pytest.raises(LakeRootUnreachable, match=r"s3a://lake/p.*127\.0\.0\.1:1"):
+        object_store.check_root("s3a://lake/p")
+    object_store.check_root("relative/folder")  # a local root needs no store
+
+
+def test_refused_credentials_are_named_with_the_root(monkeypatch: pytest.MonkeyPatch) -> None:
+    # moto checks signatures once its first request (the bucket's creation) is done.
+    with S3Endpoint(env={"INITIAL_NO_AUTH_ACTION_COUNT": "1"}) as strict:
+        strict.create_bucket("locked")
+        for name, value in strict.environment().items():
+            monkeypatch.setenv(name, value)
+        monkeypatch.setenv("AWS_ACCESS_KEY_ID", "nobody")
+        with pytest.raises(LakeRootUnreachable, match=r"s3a://locked/lake.*ACCESS_DENIED"):
+            object_store.check_root("s3a://locked/lake")
+
+
+def test_files_and_checkpoints_on_the_object_store(s3_lake_root: str) -> None:
+    files.write_text(f"{s3_lake_root}/schemas/a.json", '{"a": 1}')
+    assert files.read_text(f"{s3_lake_root}/schemas/a.json") == '{"a": 1}'
+    assert files.read_text(f"{s3_lake_root}/schemas/none.json") is None
+    files.make_folder(f"{s3_lake_root}/landing/empty")
+    assert checkpoints.landed_files(f"{s3_lake_root}/landing/empty") == set()
+
+    checkpoint = f"{s3_lake_root}/{CHECKPOINTS_DIR}/stream"
+    checkpoints.record_cluster(checkpoint, "cluster-1")
+    files.write_text(f"{checkpoint}/offsets/0", "v1\n{}\n{}")
+    kept = checkpoints.set_aside(checkpoint)
+    assert checkpoints.recorded_cluster(kept) == "cluster-1"
+    assert files.read_text(f"{kept}/offsets/0") == "v1\n{}\n{}"
+    assert checkpoints.recorded_cluster(checkpoint) is None  # the stream starts anew
+
+
+def test_bronze_streams_land_exactly_once_on_the_object_store(
+    broker: EmbeddedBroker, s3_resources: dict[str, Any], s3_lake_root: str, spark: SparkSession
+) -> None:
+    lake: LakeResource = s3_resources["lake"]
+    s3_resources["kafka"].create_topic(TOPIC_BPM, partitions=2)
+    produced = 0
+    for size in (300, 0, 200):
+        produced += produce(broker.bootstrap_servers, TOPIC_BPM, heart_rates(produced, size))
+        materialize_bpm(s3_resources)
+        assert bronze_sequence_numbers(spark, s3_resources) == list(range(produced))
+    assert lake.row_count(BRONZE, TOPIC_BPM) == produced  # the log, read by delta-rs
+    ends = s3_resources["kafka"].end_offsets([TOPIC_BPM])  # the lag sensor's question:
+    assert checkpoints.kafka_caught_up(bronze_checkpoint(lake, TOPIC_BPM), ends)
+
+    dg.materialize([GYM_ASSET], resources=s3_resources)  # no landing folder yet: an empty table
+    landing = lake.path(LANDING_DIR, LANDING_GYM_LOGINS)
+    files.write_text(f"{landing}/a.csv", "mac_address,gym,login,logout\nm1,5,100,200\n")
+    files.write_text(f"{landing}/b.csv", "mac_address,gym,login,logout\n")
+    dg.materialize([GYM_ASSET], resources=s3_resources)
+    dg.materialize([GYM_ASSET], resources=s3_resources)  # nothing new
+    rows = lake.read(spark, BRONZE, LANDING_GYM_LOGINS).select("line", "source_file").collect()
+    assert sorted((bytes(r.line), os.path.basename(r.source_file)) for r in rows) == [
+        (b"m1,5,100,200", "a.csv"),
+        (b"mac_address,gym,login,logout", "a.csv"),
+        (b"mac_address,gym,login,logout", "b.csv"),
+    ]
+    gym_checkpoint = bronze_checkpoint(lake, LANDING_GYM_LOGINS)
+    assert checkpoints.landing_caught_up(gym_checkpoint, landing)  # what the file sensor reads
