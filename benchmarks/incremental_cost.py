@@ -55,8 +55,9 @@ FIRST_DAY = date(2026, 1, 1)
 class Lake:
     """A lake with ``history`` days materialized, fed by its own broker."""
 
+    label: str  # in the report: what sets this lake apart
     history: int
-    root: Path
+    root: str
     broker: EmbeddedBroker
     resources: dict[str, Any]
     next_day: date
@@ -76,20 +77,20 @@ class Lake:
         """Bronze and silver, then gold for the days just added; each step's seconds."""
         results = materialize_graph(self.resources, self.days, instance)
         if not all(result.success for result in results):
-            raise SystemExit(f"A run on the {self.history}-day lake failed")
+            raise SystemExit(f"A run on the {self.label} lake failed")
         return {step: s for result in results for step, s in step_seconds(result).items()}
 
 
 @contextlib.contextmanager
-def lake(history: int, users: int, remote: str, folder: Path) -> Iterator[Lake]:
+def lake(label: str, history: int, remote: str, root: str) -> Iterator[Lake]:
+    """A lake at ``root`` (a folder or an object store's URI) with a broker of its own."""
     with EmbeddedBroker() as broker:
-        root = folder / f"lake-{history}d"
         env = {
             "KAFKA_BOOTSTRAP_SERVERS": broker.bootstrap_servers,
-            "LAKEHOUSE_ROOT": str(root),
+            "LAKEHOUSE_ROOT": root,
             ENV_SPARK_REMOTE: remote,
         }
-        yield Lake(history, root, broker, build_resources(env), FIRST_DAY)
+        yield Lake(label, history, root, broker, build_resources(env), FIRST_DAY)
 
 
 def main() -> None:
@@ -103,8 +104,10 @@ def main() -> None:
     with (
         tempfile.TemporaryDirectory(prefix="incremental-cost-") as folder,
         SparkConnectServer() as server,
-        lake(1, args.users, server.url, Path(folder)) as short,
-        lake(args.history, args.users, server.url, Path(folder)) as long,
+        lake("1-day history", 1, server.url, f"{folder}/lake-1d") as short,
+        lake(
+            f"{args.history}-day history", args.history, server.url, f"{folder}/lake-long"
+        ) as long,
     ):
         try:
             measure(short, long, args.users, args.rounds, instance)
@@ -119,7 +122,7 @@ def measure(short: Lake, long: Lake, users: int, rounds: int, instance: dg.Dagst
         started = time.monotonic()
         each.add(users, each.history, seed=1)
         each.materialize(instance)
-        print(f"{each.history:>3}-day lake filled in {time.monotonic() - started:.0f} s")
+        print(f"The {each.label} lake filled in {time.monotonic() - started:.0f} s")
     for round_ in range(rounds):
         for each in (short, long) if round_ % 2 == 0 else (long, short):
             each.add(users, 1, seed=100 + round_)
@@ -127,14 +130,13 @@ def measure(short: Lake, long: Lake, users: int, rounds: int, instance: dg.Dagst
             for step, seconds in each.materialize(instance).items():
                 each.steps.setdefault(step, []).append(seconds)
             each.totals.append(time.monotonic() - started)
-            print(f"round {round_ + 1}: the {each.history}-day lake's new day "
+            print(f"round {round_ + 1}: the {each.label} lake's new day "
                   f"in {each.totals[-1]:.1f} s")  # fmt: skip
 
 
 def report(short: Lake, long: Lake) -> None:
     width = max(len(step) for step in short.steps) + 2
-    header = f"{short.history}-day history"
-    print(f"\n{'step':<{width}}{header:>16}{f'{long.history}-day history':>17}{'ratio':>8}")
+    print(f"\n{'step':<{width}}{short.label:>16}{long.label:>17}{'ratio':>8}")
     for step in sorted(short.steps):
         a, b = statistics.median(short.steps[step]), statistics.median(long.steps[step])
         print(f"{step:<{width}}{a:>15.2f}s{b:>16.2f}s{b / a:>7.2f}x")

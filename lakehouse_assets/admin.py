@@ -7,11 +7,15 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 from typing import Any
 
 from lakehouse_assets.devtools.broker import DEFAULT_BROKER_PORT
-from resources import ENV_AS_OF_DATE, ENV_KAFKA_BOOTSTRAP_SERVERS, ENV_LAKEHOUSE_ROOT
+from resources import (
+    ENV_AS_OF_DATE,
+    ENV_KAFKA_BOOTSTRAP_SERVERS,
+    ENV_LAKEHOUSE_ROOT,
+    object_store,
+)
 
 
 def migrate() -> None:
@@ -102,13 +106,14 @@ def produce_sample(users: int, days: int) -> None:
     from datetime import timedelta
 
     from lakehouse_assets import sample_data
+    from lakehouse_assets.constants import LANDING_DIR
     from resources import CalendarResource
 
     last = CalendarResource(as_of_date=os.environ.get(ENV_AS_OF_DATE) or None).today()
     sample = sample_data.generate(users, days, first_day=last - timedelta(days=days - 1))
-    root = Path(os.environ.get(ENV_LAKEHOUSE_ROOT, "lake"))
+    root = object_store.absolute(os.environ.get(ENV_LAKEHOUSE_ROOT, "lake"))
     sample_data.write_landing(root, sample.files)
     servers = os.environ.get(ENV_KAFKA_BOOTSTRAP_SERVERS, f"127.0.0.1:{DEFAULT_BROKER_PORT}")
     counts = sample_data.produce(servers, sample.messages)
     print(f"Produced into {servers}: {counts}")
-    print(f"Wrote {len(sample.files)} landing files under {root / 'landing'}")
+    print(f"Wrote {len(sample.files)} landing files under {root}/{LANDING_DIR}")

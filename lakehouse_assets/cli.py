@@ -26,7 +26,7 @@ from lakehouse_assets.devtools.spark_server import (
     SparkConnectServer,
     SparkServerError,
 )
-from resources import ENV_KAFKA_BOOTSTRAP_SERVERS, ENV_SPARK_REMOTE
+from resources import ENV_KAFKA_BOOTSTRAP_SERVERS, ENV_SPARK_REMOTE, spark_conf
 
 if TYPE_CHECKING:
     pass
@@ -122,6 +122,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     run_up.add_argument(
         "--home", type=Path, default=Path(".lakehouse"), help="state and logs (default .lakehouse)"
     )
+    run_up.add_argument(
+        "--s3",
+        action="store_true",
+        help="the lake on object storage: LAKEHOUSE_ROOT (default s3a://lakehouse/lake) on the "
+        "endpoint of AWS_ENDPOINT_URL, else on a local S3 endpoint started first (in memory)",
+    )
     commands.add_parser(
         "migrate", help="take over a lake written by earlier versions (run once, no run writing)"
     )
@@ -153,14 +159,15 @@ def main(argv: Sequence[str] | None = None) -> None:
         elif args.command == "profile":
             profile(args.layer, args.table)
         elif args.command == "spark-server":
-            server = SparkConnectServer(args.port, args.host, args.master, keep_log=True)
+            conf = spark_conf()  # LAKEHOUSE_SPARK_CONF: the application's settings too
+            server = SparkConnectServer(args.port, args.host, args.master, conf=conf, keep_log=True)
             serve(server, ENV_SPARK_REMOTE)
         elif args.command == "dev":
             dev(args.port)
         elif args.command == "up":
             from lakehouse_assets.devtools.stack import up
 
-            up(args.home, args.port, args.host)
+            up(args.home, args.port, args.host, args.s3)
         else:
             broker = EmbeddedBroker(port=args.port, data_dir=args.data, keep_log=True)
             serve(broker, ENV_KAFKA_BOOTSTRAP_SERVERS)

@@ -6,16 +6,20 @@ from __future__ import annotations
 
 import functools
 import os
-import shutil
 import time
 from datetime import date
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lakehouse_assets.devtools.broker import EmbeddedBroker
 from lakehouse_assets.devtools.service import local_service
 from lakehouse_assets.devtools.spark_server import SparkConnectServer
-from resources import ENV_KAFKA_BOOTSTRAP_SERVERS, ENV_LAKEHOUSE_ROOT, ENV_SPARK_REMOTE
+from resources import (
+    ENV_KAFKA_BOOTSTRAP_SERVERS,
+    ENV_LAKEHOUSE_ROOT,
+    ENV_SPARK_REMOTE,
+    files,
+    object_store,
+)
 
 if TYPE_CHECKING:
     import dagster as dg
@@ -28,25 +32,26 @@ DEMO_MARKER = ".embedded-broker-demo"
 DEMO_LAKE = "demo-lake"
 
 
-def prepare_demo_lake(root: Path, embedded: bool) -> None:
-    """Reset a lake left by an earlier demo on the embedded broker; never touch any other lake.
+def prepare_demo_lake(root: str, embedded: bool) -> None:
+    """Reset a lake (a folder or an object store's URI) left by an earlier demo on the embedded
+    broker; never touch any other lake.
 
     Each demo starts a new embedded broker (in a temporary folder), so the checkpoints of an
     earlier embedded demo point at offsets the new broker does not have.
     """
     if not embedded:
         return
-    if root.exists() and any(root.iterdir()):
-        if not (root / DEMO_MARKER).exists():
+    marker = f"{root}/{DEMO_MARKER}"
+    if not files.is_empty(root):
+        if files.read_text(marker) is None:
             raise SystemExit(
                 f"The lake at {root} was not made by an embedded-broker demo, and its stream "
                 "checkpoints would not match the demo's new broker. Set LAKEHOUSE_ROOT to an "
                 "empty folder, or KAFKA_BOOTSTRAP_SERVERS to the Kafka this lake was filled from."
             )
         print(f"Resetting the demo lake at {root} (the demo's broker starts empty)")
-        shutil.rmtree(root)
-    root.mkdir(parents=True, exist_ok=True)
-    (root / DEMO_MARKER).write_text("made by `lakehouse demo` on the embedded broker\n")
+        files.delete_folder(root)
+    files.write_text(marker, "made by `lakehouse demo` on the embedded broker\n")
 
 
 def demo(users: int, days: int) -> None:
@@ -54,7 +59,7 @@ def demo(users: int, days: int) -> None:
     from lakehouse_assets import sample_data
     from resources import build_resources
 
-    root = Path(os.environ.setdefault(ENV_LAKEHOUSE_ROOT, DEMO_LAKE))
+    root = object_store.absolute(os.environ.setdefault(ENV_LAKEHOUSE_ROOT, DEMO_LAKE))
     prepare_demo_lake(root, embedded=ENV_KAFKA_BOOTSTRAP_SERVERS not in os.environ)
     with (
         local_service(ENV_KAFKA_BOOTSTRAP_SERVERS, EmbeddedBroker) as bootstrap_servers,

@@ -8,25 +8,33 @@ import sys
 from pathlib import Path
 
 import pytest
+from pyarrow.fs import FileSelector
 
 from lakehouse_assets.demo import DEMO_MARKER, prepare_demo_lake
+from resources import files, object_store
 
 REPO_ROOT = Path(__file__).parents[1]
 BIN = Path(sys.executable).parent
 
 
-def test_a_demo_lake_is_reset_for_the_next_demo_and_any_other_lake_refused(tmp_path: Path) -> None:
+@pytest.mark.parametrize("store", ["folder", "s3"])
+def test_a_demo_lake_is_reset_for_the_next_demo_and_any_other_lake_refused(
+    store: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     # The embedded broker starts empty: an earlier demo's checkpoints would point past its end.
-    demo_lake, other_lake = tmp_path / "demo", tmp_path / "other"
+    root = str(tmp_path) if store == "folder" else request.getfixturevalue("s3_lake_root")
+    demo_lake, other_lake = f"{root}/demo", f"{root}/other"
     prepare_demo_lake(demo_lake, embedded=True)
-    (demo_lake / "bronze").mkdir()
+    files.write_text(f"{demo_lake}/bronze/t/part-0.parquet", "rows")
     prepare_demo_lake(demo_lake, embedded=True)
-    assert [path.name for path in demo_lake.iterdir()] == [DEMO_MARKER]
-    (other_lake / "bronze").mkdir(parents=True)
+    store_of, path = object_store.filesystem(demo_lake)
+    names = [i.base_name for i in store_of.get_file_info(FileSelector(path, recursive=True))]
+    assert names == [DEMO_MARKER]
+    files.write_text(f"{other_lake}/bronze/t/part-0.parquet", "rows")
     prepare_demo_lake(other_lake, embedded=False)  # a real broker: its lake is kept
     with pytest.raises(SystemExit, match="was not made by an embedded-broker demo"):
         prepare_demo_lake(other_lake, embedded=True)
-    assert (other_lake / "bronze").is_dir()
+    assert files.read_text(f"{other_lake}/bronze/t/part-0.parquet") == "rows"
 
 
 def test_broker_command_stops_its_broker_on_sigterm(tmp_path: Path) -> None:

@@ -14,7 +14,6 @@ from typing import Any
 
 import dagster as dg
 import pytest
-from deltalake import DeltaTable
 from pyspark.sql import SparkSession
 
 from lakehouse_assets import sample_data
@@ -50,8 +49,8 @@ def gold(spark: SparkSession, resources: dict[str, Any], table: str) -> list[dic
 
 
 def gold_rows(lake: LakeResource, table: str) -> list[dict[str, Any]]:
-    """A gold table's rows, read with delta-rs (no Spark session needed)."""
-    return DeltaTable(lake.table_uri(GOLD, table)).to_pyarrow_table().to_pylist()
+    """A gold table's rows, read with delta-rs (no Spark session needed), on any lake root."""
+    return lake.table(GOLD, table).to_pyarrow_table().to_pylist()
 
 
 def ordered(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

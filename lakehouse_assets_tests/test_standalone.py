@@ -1,5 +1,7 @@
 """The commands a user runs, on a Spark standalone cluster (a master and two workers started from
-the pyspark wheel, a Connect server whose executors run on them), one after the other on it:
+the pyspark wheel, a Connect server whose executors run on them), with the lake on object storage
+(an ``s3a://`` root on the session's S3 endpoint, which the executors write), one after the
+other on it:
 
 1. `lakehouse demo` on its embedded broker prints every bronze table's rows and both gold
    reports, and gold equals the oracle's;
@@ -15,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from collections import Counter
@@ -30,7 +31,7 @@ from lakehouse_assets.devtools.spark_server import SparkConnectServer
 from lakehouse_assets.devtools.standalone import standalone_cluster
 from lakehouse_assets_tests.test_end_to_end import AS_OF, assert_reports_match, gold_rows
 from resources import ENV_KAFKA_BOOTSTRAP_SERVERS as ENV_KAFKA
-from resources import ENV_SPARK_REMOTE, LakeResource
+from resources import ENV_SPARK_REMOTE, LakeResource, files
 
 REPO_ROOT = Path(__file__).parents[1]
 BIN = Path(sys.executable).parent
@@ -49,14 +50,14 @@ def run(command: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[
 
 @pytest.mark.own_stack  # its own Spark and broker: beside the main suite
 def test_the_demo_and_the_dagster_cli_on_a_standalone_cluster_reach_the_oracles_gold(
-    tmp_path: Path,
+    s3_lake_root: str,
 ) -> None:
     with (
         standalone_cluster(workers=2) as master,
         SparkConnectServer(master=master.url, conf=EXECUTORS) as server,
     ):
         spark = {ENV_SPARK_REMOTE: server.url}
-        demo_lake = tmp_path / "demo"
+        demo_lake = f"{s3_lake_root}/demo"
         assert_the_demo_reaches_gold(demo_lake, spark)
         with urlopen(master.status_url) as response:
             status = json.load(response)
@@ -66,8 +67,8 @@ def test_the_demo_and_the_dagster_cli_on_a_standalone_cluster_reach_the_oracles_
         assert_the_dagster_cli_reaches_gold(demo_lake, spark)
 
 
-def assert_the_demo_reaches_gold(root: Path, spark: dict[str, str]) -> None:
-    lake = LakeResource(root=str(root))
+def assert_the_demo_reaches_gold(root: str, spark: dict[str, str]) -> None:
+    lake = LakeResource(root=root)
     env = {**spark, "LAKEHOUSE_ROOT": lake.root, "LAKEHOUSE_AS_OF_DATE": AS_OF.isoformat()}
     command = [str(BIN / "lakehouse"), "demo", "--users", str(USERS), "--days", str(DAYS)]
     done = run(command, env)
@@ -83,14 +84,14 @@ def assert_the_demo_reaches_gold(root: Path, spark: dict[str, str]) -> None:
     )
 
 
-def assert_the_dagster_cli_reaches_gold(root: Path, spark: dict[str, str]) -> None:
+def assert_the_dagster_cli_reaches_gold(root: str, spark: dict[str, str]) -> None:
     """The demo's gold days made anew by the standard CLI over its lake, the gold tables removed
     first: one partition-range run, each gold table's step in a process of its own."""
-    lake = LakeResource(root=str(root))
+    lake = LakeResource(root=root)
     tables = (WORKOUT_BPM_SUMMARY, GYM_SUMMARY)
     days = sorted({str(row["date"]) for table in tables for row in gold_rows(lake, table)})
     for table in tables:
-        shutil.rmtree(root / GOLD / table)
+        files.delete_folder(lake.table_uri(GOLD, table))
     env = {**spark, "LAKEHOUSE_ROOT": lake.root, "LAKEHOUSE_AS_OF_DATE": AS_OF.isoformat()}
     command = [str(BIN / "dagster"), "asset", "materialize", "-m", DEFINITIONS]
     command += ["--select", "group:gold", "--partition-range", f"{days[0]}...{days[-1]}"]

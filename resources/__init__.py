@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
@@ -40,6 +41,7 @@ __all__ = [
     "SparkResource",
     "build_resources",
     "sensor_settings",
+    "spark_conf",
 ]
 
 ENV_LAKEHOUSE_ROOT: Final = "LAKEHOUSE_ROOT"
@@ -70,7 +72,14 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'resources' has no attribute {name!r}")
 
 
-def _spark_conf(raw: str) -> dict[str, str]:
+def spark_conf(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The extra Spark settings of ``LAKEHOUSE_SPARK_CONF`` (a JSON object) in an environment: a
+    run's session, a local application, and the Spark Connect server the project starts.
+
+    Raises:
+        ValueError: the variable is not a JSON object.
+    """
+    raw = (os.environ if environ is None else environ).get(ENV_SPARK_CONF) or "{}"
     try:
         conf = json.loads(raw)
     except json.JSONDecodeError as error:
@@ -99,7 +108,7 @@ def build_resources(environ: dict[str, str] | None = None) -> dict[str, Any]:
         "spark": SparkResource(
             remote=env.get(ENV_SPARK_REMOTE) or None,
             master=env.get(ENV_SPARK_MASTER, "local[*]"),
-            spark_config=_spark_conf(env.get(ENV_SPARK_CONF, "{}")),
+            spark_config=spark_conf(env),
         ),
         "kafka": KafkaResource(
             bootstrap_servers=env.get(ENV_KAFKA_BOOTSTRAP_SERVERS, "127.0.0.1:9092"),

@@ -64,3 +64,16 @@ def move_folder(uri: str, to: str) -> None:
             raise
         fs.copy_files(path, target, filesystem, filesystem)
         filesystem.delete_dir(path)
+
+
+def is_empty(uri: str) -> bool:
+    """Whether nothing is at ``uri``: no folder, or an empty one."""
+    filesystem, path = _location(uri)
+    return not filesystem.get_file_info(fs.FileSelector(path, allow_not_found=True))
+
+
+def delete_folder(uri: str) -> None:
+    """Delete the folder ``uri`` and all it holds (nothing when there is none)."""
+    filesystem, path = _location(uri)
+    if filesystem.get_file_info(path).type != fs.FileType.NotFound:
+        filesystem.delete_dir(path)

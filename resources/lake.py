@@ -5,7 +5,6 @@ and writes every table; delta-rs reads their logs where no Spark is needed.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -44,9 +43,7 @@ class LakeResource(dg.ConfigurableResource):
     @property
     def root_uri(self) -> str:
         """The lake root as an absolute path or URI."""
-        if "://" in self.root:
-            return self.root.rstrip("/")
-        return os.path.abspath(self.root)
+        return object_store.absolute(self.root)
 
     def table_uri(self, layer: str, table: str) -> str:
         """Location of a table: ``<root>/<layer>/<table>``."""

@@ -65,6 +65,12 @@ def delta_rs_options(environ: Mapping[str, str] | None = None) -> dict[str, str]
     return {"AWS_ALLOW_HTTP": "true"} if url and url.startswith("http://") else {}
 
 
+def absolute(root: str) -> str:
+    """``root`` as an absolute path (a local folder, relative to the working directory) or a URI
+    without a trailing slash (an object store's)."""
+    return root.rstrip("/") if "://" in root else os.path.abspath(root)
+
+
 def filesystem(uri: str) -> tuple[fs.FileSystem, str]:
     """pyarrow's file system for ``uri`` (a local path, or ``s3://``, ``s3a://``, ``gs://``...),
     and the path there. The one place the project tells a local root from an object store."""

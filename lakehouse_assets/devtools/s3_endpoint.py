@@ -11,7 +11,7 @@ import shutil
 import sys
 import urllib.error
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Self
 
@@ -28,8 +28,7 @@ class S3EndpointError(RuntimeError):
 class S3Endpoint(LocalService):
     """``moto_server`` on a loopback port, started and stopped by this process::
 
-    with S3Endpoint() as s3:
-        s3.create_bucket("lake")
+    with S3Endpoint(buckets=["lake"]) as s3:
         os.environ.update(s3.environment())
     """
 
@@ -42,12 +41,15 @@ class S3Endpoint(LocalService):
         timeout_s: float = 60.0,
         log_file: Path | None = None,
         env: Mapping[str, str] | None = None,
+        buckets: Sequence[str] = (),
     ) -> None:
-        """Prepare an endpoint on ``port`` (a free one when None); ``env`` adds to the server's
+        """Prepare an endpoint on ``port`` (a free one when None) that holds ``buckets`` once
+        started (again after a restart: it keeps nothing); ``env`` adds to the server's
         variables (moto's own settings)."""
         super().__init__(timeout_s, log_file=log_file)
         self.port = port if port is not None else free_port()
         self.env = {**os.environ, **(env or {})}
+        self.buckets = tuple(buckets)
 
     @property
     def address(self) -> str:
@@ -61,6 +63,8 @@ class S3Endpoint(LocalService):
                 "(pip install -e '.[dev]', as `make install` does)."
             )
         self._launch([server, "-H", LOOPBACK, "-p", str(self.port)], self._answers, self.env)
+        for bucket in self.buckets:
+            self.create_bucket(bucket)
         return self
 
     def _answers(self) -> bool:

@@ -10,6 +10,11 @@ A service that exits is started again, as compose's ``restart: unless-stopped`` 
 port and with the same data; Ctrl-C or SIGTERM stops them all, the last started first. Each
 service's output goes to ``<home>/logs/<service>.log``; ``<home>/services.json`` names each
 service's process id and address while the stack runs.
+
+``lakehouse up --s3`` puts the lake on object storage: on the endpoint the ``AWS_*`` variables
+name, or, when they name none, on a local S3 endpoint the stack starts first (``s3_endpoint``,
+a dev dependency). That one keeps its objects in memory, so each such stack starts anew: its
+broker's records and Dagster's storage are reset with it.
 """
 
 from __future__ import annotations
@@ -38,10 +43,18 @@ from lakehouse_assets.devtools.dagster_services import (
     webserver_command,
 )
 from lakehouse_assets.devtools.postgres import PostgresServer
+from lakehouse_assets.devtools.s3_endpoint import S3Endpoint
 from lakehouse_assets.devtools.service import LOOPBACK, LocalService, free_port
 from lakehouse_assets.devtools.spark_server import SparkConnectServer
-from resources import ENV_KAFKA_BOOTSTRAP_SERVERS, ENV_LAKEHOUSE_ROOT, ENV_SPARK_REMOTE
+from resources import (
+    ENV_KAFKA_BOOTSTRAP_SERVERS,
+    ENV_LAKEHOUSE_ROOT,
+    ENV_SPARK_REMOTE,
+    object_store,
+    spark_conf,
+)
 
+S3_BUCKET = "lakehouse"  # the local S3 endpoint's bucket (lakehouse up --s3)
 INSTANCE_FILE = Path("docker") / "dagster.yaml"  # the compose deployment's Dagster instance
 # Overrides the instance file's limit on runs in progress at once (a small or shared host).
 ENV_MAX_CONCURRENT_RUNS = "LAKEHOUSE_MAX_CONCURRENT_RUNS"
@@ -65,8 +78,12 @@ class Stack:
     Dagster's database are reset too, since their offsets and history would not match it.
     """
 
-    def __init__(self, home: Path, port: int = 3000, host: str = LOOPBACK) -> None:
+    def __init__(
+        self, home: Path, port: int = 3000, host: str = LOOPBACK, s3: bool = False
+    ) -> None:
         self.home = home.resolve()
+        self.s3 = s3
+        self.local_s3: dict[str, str] = {}  # the local S3 endpoint's variables, once started
         self.dagster_home = self.home / "dagster"
         self.port, self.host = port, host
         self.services: list[LocalService] = []
@@ -86,7 +103,16 @@ class Stack:
         return self
 
     def _start_all(self) -> None:
-        self._prepare_home(self._starts_new_broker())
+        fresh = self._starts_new_broker()
+        if self.s3 and not object_store.endpoint(self.env):
+            s3 = S3Endpoint(buckets=[S3_BUCKET], log_file=self._log("s3"))
+            self.local_s3 = self._run(s3).environment()
+            self.env.update(self.local_s3)
+            shutil.rmtree(self.kafka_data, ignore_errors=True)  # the lake it fed is gone
+            fresh = ENV_KAFKA_BOOTSTRAP_SERVERS not in self.env
+        if self.s3:
+            self.env.setdefault(ENV_LAKEHOUSE_ROOT, f"s3a://{S3_BUCKET}/lake")
+        self._prepare_home(fresh)
         if "DAGSTER_POSTGRES_HOST" not in self.env:
             data = self.home / "postgres"
             postgres = self._run(PostgresServer(data_dir=data, log_file=self._log("postgres")))
@@ -96,7 +122,8 @@ class Stack:
             self._run(broker)
             self.env[ENV_KAFKA_BOOTSTRAP_SERVERS] = broker.address
         if ENV_SPARK_REMOTE not in self.env:
-            spark = self._run(SparkConnectServer(log_file=self._log("spark")))
+            server = SparkConnectServer(conf=spark_conf(self.env), log_file=self._log("spark"))
+            spark = self._run(server)
             self.env[ENV_SPARK_REMOTE] = spark.address
         code_port = free_port()
         self.env.update({ENV_CODE_SERVER_HOST: LOOPBACK, ENV_CODE_SERVER_PORT: str(code_port)})
@@ -135,7 +162,7 @@ class Stack:
         start."""
         from lakehouse_assets.demo import prepare_demo_lake
 
-        lake = Path(self.env.get(ENV_LAKEHOUSE_ROOT) or self.home / "lake").resolve()
+        lake = object_store.absolute(self.env.get(ENV_LAKEHOUSE_ROOT) or str(self.home / "lake"))
         if new_broker:
             prepare_demo_lake(lake, embedded=True)
             shutil.rmtree(self.home / "postgres", ignore_errors=True)
@@ -144,7 +171,7 @@ class Stack:
         self.env.update(
             {
                 "DAGSTER_HOME": str(self.dagster_home),
-                ENV_LAKEHOUSE_ROOT: str(lake),
+                ENV_LAKEHOUSE_ROOT: lake,
             }
         )
         for name, value in AUTOMATION_SETTLE.items():
@@ -180,7 +207,7 @@ class Stack:
         client = (ENV_KAFKA_BOOTSTRAP_SERVERS, ENV_LAKEHOUSE_ROOT, "DAGSTER_HOME")
         state["environment"] = {
             k: v for k, v in self.env.items() if k in client or k.startswith("DAGSTER_POSTGRES_")
-        }
+        } | self.local_s3
         (self.home / "services.json").write_text(json.dumps(state, indent=2) + "\n")
 
     def supervise(self) -> None:
@@ -214,18 +241,18 @@ class Stack:
         (self.home / "services.json").unlink(missing_ok=True)
 
 
-def up(home: Path, port: int, host: str) -> None:
+def up(home: Path, port: int, host: str, s3: bool = False) -> None:
     """The production shape: every service its own process, restarted when it exits, until
     Ctrl-C or SIGTERM: the `lakehouse up` command."""
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # leave the block: the services stop
     # Ctrl-C stops it even when started where SIGINT is ignored (a shell's background job).
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    stack = Stack(home, port, host)
+    stack = Stack(home, port, host, s3)
     try:
         stack.start()
         print(f"The lakehouse is up: the Dagster UI is at http://{host}:{port}; Ctrl-C stops it.")
         print(f"Logs in {stack.home / 'logs'}. To produce the sample data from another shell:")
-        for name in (ENV_KAFKA_BOOTSTRAP_SERVERS, ENV_LAKEHOUSE_ROOT):
+        for name in (ENV_KAFKA_BOOTSTRAP_SERVERS, ENV_LAKEHOUSE_ROOT, *stack.local_s3):
             print(f"  export {name}={os.environ[name]}")
         print("  lakehouse produce-sample", flush=True)
         stack.supervise()

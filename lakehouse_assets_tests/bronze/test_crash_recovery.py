@@ -7,7 +7,8 @@ the checkpoint (``offsets/<batch>``), its files written and committed to the tab
 (``commits/<batch>``). A crash leaves one of two states: the files written but not committed, or
 the commit made but the batch not recorded as done. The first tests build each state exactly as
 a crash leaves it (from a clean run, its last commit or its done-marker removed); the last kills
-the writing process (a local Spark application: driver and executors) while it streams.
+the writing process (a local Spark application: driver and executors) while it streams to a lake
+on object storage (an ``s3a://`` root on the session's S3 endpoint).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from lakehouse_assets_tests.bronze.helpers import (
     materialize_bpm,
 )
 from lakehouse_assets_tests.conftest import empty, produce
-from resources import ENV_SPARK_REMOTE, KafkaResource, build_resources
+from resources import ENV_SPARK_REMOTE, KafkaResource, build_resources, files
 from resources.spark import CONNECT_MODE_MARK
 
 REPO_ROOT = Path(__file__).parents[2]
@@ -44,8 +45,8 @@ FILES_NOT_COMMITTED = "files written, not committed"
 COMMITTED_NOT_DONE = "committed, not done"
 
 
-def stream_in_own_process(servers: str, lake_root: Path, per_batch: int) -> subprocess.Popen:
-    command = [sys.executable, "-m", crash_run.__name__, servers, str(lake_root), str(per_batch)]
+def stream_in_own_process(servers: str, lake_root: str, per_batch: int) -> subprocess.Popen:
+    command = [sys.executable, "-m", crash_run.__name__, servers, lake_root, str(per_batch)]
     local = {k: v for k, v in os.environ.items() if k not in (ENV_SPARK_REMOTE, CONNECT_MODE_MARK)}
     return subprocess.Popen(
         command, cwd=REPO_ROOT, env=local, start_new_session=True,  # its JVM in its group
@@ -131,23 +132,23 @@ def test_a_batch_interrupted_then_run_again_is_exactly_once(
 
 
 @pytest.mark.local_spark  # also on a local Spark application
-def test_a_run_killed_while_it_streams_then_run_again_is_exactly_once(
-    broker: EmbeddedBroker, lake_root: Path, resources: dict[str, Any], spark: SparkSession
+def test_a_run_killed_while_it_streams_to_object_storage_then_run_again_is_exactly_once(
+    broker: EmbeddedBroker, s3_lake_root: str, s3_resources: dict[str, Any], spark: SparkSession
 ) -> None:
     servers = broker.bootstrap_servers
-    resources["kafka"].create_topic(TOPIC_BPM, partitions=3)
+    s3_resources["kafka"].create_topic(TOPIC_BPM, partitions=3)
     produce(servers, TOPIC_BPM, heart_rates(0, 5000))
-    run = stream_in_own_process(servers, lake_root, per_batch=250)  # 20 batches
-    planned = checkpoint(lake_root) / "offsets" / "3"
+    run = stream_in_own_process(servers, s3_lake_root, per_batch=250)  # 20 batches
+    stream = f"{s3_lake_root}/{CHECKPOINTS_DIR}/{stream_name(BRONZE, TOPIC_BPM)}"
     deadline = time.monotonic() + 300
-    while not planned.exists():  # batch 3 planned: its files are being written
+    while files.read_text(f"{stream}/offsets/3") is None:  # batch 3 planned: files being written
         assert run.poll() is None, run.communicate()[1][-3000:]
         assert time.monotonic() < deadline
-        time.sleep(0.005)
+        time.sleep(0.05)
     os.killpg(run.pid, signal.SIGKILL)
     run.wait()
-    assert not (checkpoint(lake_root) / "commits" / "19").exists()  # killed mid-stream
+    assert files.read_text(f"{stream}/commits/19") is None  # killed mid-stream
 
     produce(servers, TOPIC_BPM, heart_rates(5000, NEW))
-    materialize_bpm(resources)
-    assert bronze_sequence_numbers(spark, resources) == list(range(5000 + NEW))
+    materialize_bpm(s3_resources)
+    assert bronze_sequence_numbers(spark, s3_resources) == list(range(5000 + NEW))

@@ -85,8 +85,7 @@ def test_an_endpoint_that_does_not_answer_is_named_with_the_root(
 
 def test_refused_credentials_are_named_with_the_root(monkeypatch: pytest.MonkeyPatch) -> None:
     # moto checks signatures once its first request (the bucket's creation) is done.
-    with S3Endpoint(env={"INITIAL_NO_AUTH_ACTION_COUNT": "1"}) as strict:
-        strict.create_bucket("locked")
+    with S3Endpoint(env={"INITIAL_NO_AUTH_ACTION_COUNT": "1"}, buckets=["locked"]) as strict:
         for name, value in strict.environment().items():
             monkeypatch.setenv(name, value)
         monkeypatch.setenv("AWS_ACCESS_KEY_ID", "nobody")

@@ -1,0 +1,107 @@
+"""Benchmark: the lake on an S3 endpoint beside the lake in a local folder, in one run.
+
+What it measures
+----------------
+One warm Spark Connect server and one local S3 endpoint (moto on loopback, as in the tests) serve
+two lakes: one in a temporary folder, one at ``s3a://bench/...`` on the endpoint. The endpoint
+is on this machine, so the figures are the cost of the S3A connector, Delta's S3 log store and
+the endpoint's own work, not of a network.
+
+1. Bronze ingest: ``--records`` heart-rate records (one topic, four partitions, on the embedded
+   broker) into bronze by the project's bronze asset, each lake a new table and checkpoint
+   reading the same topic; ``--rounds`` times, the lakes taking turns (folder first, then S3
+   first), so a noisy machine's drift falls on both. Each figure is the run's wall time.
+2. The incremental-cost probe (``incremental_cost.py``) with the folder as its first lake and S3 as
+   its second: both filled with ``--history`` days of sample data, then ``--rounds`` new days each,
+   taking turns; per step and in total, the median and the ratio S3 / folder.
+
+Usage::
+
+    .venv/bin/python benchmarks/object_storage.py [--records 200000] [--history 7] [--rounds 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+import dagster as dg  # noqa: E402
+
+from benchmarks.bronze_ingest import produce  # noqa: E402
+from benchmarks.incremental_cost import lake, measure, report  # noqa: E402
+from lakehouse_assets.bronze.assets import bronze_kafka_assets  # noqa: E402
+from lakehouse_assets.constants import BRONZE, TOPIC_BPM, asset_key  # noqa: E402
+from lakehouse_assets.devtools.broker import EmbeddedBroker  # noqa: E402
+from lakehouse_assets.devtools.s3_endpoint import S3Endpoint  # noqa: E402
+from lakehouse_assets.devtools.spark_server import SparkConnectServer  # noqa: E402
+from resources import ENV_SPARK_REMOTE, KafkaResource, build_resources  # noqa: E402
+
+BUCKET = "bench"
+BPM_ASSET = next(a for a in bronze_kafka_assets if a.key == asset_key(BRONZE, TOPIC_BPM))
+
+
+def bronze_seconds(bootstrap: str, remote: str, root: str) -> float:
+    """Seconds of one bronze run reading the whole topic into a new lake at ``root``."""
+    env = {"KAFKA_BOOTSTRAP_SERVERS": bootstrap, "LAKEHOUSE_ROOT": root, ENV_SPARK_REMOTE: remote}
+    resources = build_resources(env)
+    started = time.monotonic()
+    dg.materialize([BPM_ASSET], resources=resources)
+    return time.monotonic() - started
+
+
+def bronze_ingest(remote: str, roots: dict[str, str], records: int, rounds: int) -> None:
+    """Time the bronze runs of ``records`` records into each lake, taking turns; print them."""
+    with EmbeddedBroker() as broker:
+        KafkaResource(bootstrap_servers=broker.bootstrap_servers).create_topic(TOPIC_BPM, 4)
+        produce(broker.bootstrap_servers, records)
+        seconds: dict[str, list[float]] = {label: [] for label in roots}
+        for round_ in range(rounds):
+            order = list(roots) if round_ % 2 == 0 else list(reversed(roots))
+            for label in order:
+                root = f"{roots[label]}/bronze-{round_}"
+                seconds[label].append(bronze_seconds(broker.bootstrap_servers, remote, root))
+                print(f"round {round_ + 1}: bronze into the {label} lake in "
+                      f"{seconds[label][-1]:.1f} s")  # fmt: skip
+    folder, s3 = (statistics.median(seconds[label]) for label in roots)
+    print(f"\nbronze, {records:,} records: folder {folder:.1f} s, S3 {s3:.1f} s, "
+          f"ratio S3 / folder {s3 / folder:.2f}x\n")  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("--records", type=int, default=200_000)
+    parser.add_argument("--users", type=int, default=100)
+    parser.add_argument("--history", type=int, default=7)
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
+
+    with S3Endpoint(buckets=[BUCKET]) as endpoint, tempfile.TemporaryDirectory() as folder:
+        os.environ.update(endpoint.environment())  # before the server starts: its S3A settings
+        roots = {"folder": folder, "S3": f"s3a://{BUCKET}/{uuid.uuid4().hex}"}
+        with SparkConnectServer() as server:
+            bronze_ingest(server.url, roots, args.records, args.rounds)
+            instance = dg.DagsterInstance.ephemeral()
+            history = args.history
+            with (
+                lake("folder", history, server.url, f"{roots['folder']}/graph") as local,
+                lake("S3", history, server.url, f"{roots['S3']}/graph") as s3,
+            ):
+                try:
+                    measure(local, s3, args.users, args.rounds, instance)
+                finally:  # release the session while its server runs (at exit it would retry)
+                    local.resources["spark"].get_session().stop()
+                report(local, s3)
+
+
+if __name__ == "__main__":
+    main()
