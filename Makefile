@@ -46,9 +46,11 @@ run: install
 # (test-own-stacks: the fault matrix on a `lakehouse up`, the demo, the Dagster CLI, a standalone
 # cluster), then the tests marked local_spark once more on a local Spark application in the test
 # process (see lakehouse_assets_tests/conftest.py), then SECOND_LANE's tests on a Connect server
-# of their own: chosen so that both lanes end about together (docs/benchmarks.md).
+# of their own (and the S3 endpoint's): chosen so that both lanes end about together
+# (docs/benchmarks.md).
 # --output-sync prints each part's output whole, once it ends.
-SECOND_LANE := lakehouse_assets_tests/sources/test_debezium.py
+SECOND_LANE := lakehouse_assets_tests/sources/test_debezium.py \
+	lakehouse_assets_tests/resources/test_object_store.py
 
 test: install test-services
 	$(MAKE) --no-print-directory --output-sync=target -j2 test-first-lane test-second-lane

@@ -27,6 +27,7 @@ def migrate() -> None:
 
     resources = build_resources()
     lake = resources["lake"]
+    object_store.check_root(lake.root_uri)
     spark = resources["spark"].get_session()
     try:
         protocols = migrations.table_protocols(spark, lake)
@@ -90,6 +91,7 @@ def profile(layer: str, table: str) -> None:
 
     resources = build_resources()
     lake = resources["lake"]
+    object_store.check_root(lake.root_uri)
     if not lake.exists(layer, table):
         sys.exit(f"No Delta table at {lake.table_uri(layer, table)} (LAKEHOUSE_ROOT={lake.root})")
     spark = resources["spark"].get_session()
@@ -112,6 +114,7 @@ def produce_sample(users: int, days: int) -> None:
     last = CalendarResource(as_of_date=os.environ.get(ENV_AS_OF_DATE) or None).today()
     sample = sample_data.generate(users, days, first_day=last - timedelta(days=days - 1))
     root = object_store.absolute(os.environ.get(ENV_LAKEHOUSE_ROOT, "lake"))
+    object_store.check_root(root)
     sample_data.write_landing(root, sample.files)
     servers = os.environ.get(ENV_KAFKA_BOOTSTRAP_SERVERS, f"127.0.0.1:{DEFAULT_BROKER_PORT}")
     counts = sample_data.produce(servers, sample.messages)

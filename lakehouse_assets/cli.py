@@ -27,6 +27,7 @@ from lakehouse_assets.devtools.spark_server import (
     SparkServerError,
 )
 from resources import ENV_KAFKA_BOOTSTRAP_SERVERS, ENV_SPARK_REMOTE, spark_conf
+from resources.object_store import LakeRootUnreachable
 
 if TYPE_CHECKING:
     pass
@@ -171,5 +172,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         else:
             broker = EmbeddedBroker(port=args.port, data_dir=args.data, keep_log=True)
             serve(broker, ENV_KAFKA_BOOTSTRAP_SERVERS)
-    except (EmbeddedBrokerError, SparkServerError, PostgresServerError) as error:
+    except (
+        EmbeddedBrokerError,
+        SparkServerError,
+        PostgresServerError,
+        LakeRootUnreachable,
+    ) as error:
         sys.exit(str(error))

@@ -60,6 +60,7 @@ def demo(users: int, days: int) -> None:
     from resources import build_resources
 
     root = object_store.absolute(os.environ.setdefault(ENV_LAKEHOUSE_ROOT, DEMO_LAKE))
+    object_store.check_root(root)
     prepare_demo_lake(root, embedded=ENV_KAFKA_BOOTSTRAP_SERVERS not in os.environ)
     with (
         local_service(ENV_KAFKA_BOOTSTRAP_SERVERS, EmbeddedBroker) as bootstrap_servers,

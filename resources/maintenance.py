@@ -83,8 +83,12 @@ def vacuum(
             "Set force to vacuum anyway."
         )
     path = lake.spark_path(layer, table)
-    check = {"spark.databricks.delta.retentionDurationCheck.enabled": str(not force).lower()}
-    with session_settings(spark, check):
+    settings = {
+        "spark.databricks.delta.retentionDurationCheck.enabled": str(not force).lower(),
+        # VACUUM's START and END commits, which Delta leaves out on some stores (s3a) by default.
+        "spark.databricks.delta.vacuum.logging.enabled": "true",
+    }
+    with session_settings(spark, settings):
         spark.sql(f"VACUUM delta.{quoted(path)} RETAIN {retention_hours} HOURS").collect()
     # Delta logs each VACUUM as two commits; the last says how many files went.
     end = next(c for c in lake.history(layer, table, 2) if c["operation"] == "VACUUM END")

@@ -64,7 +64,10 @@ class S3Endpoint(LocalService):
             )
         self._launch([server, "-H", LOOPBACK, "-p", str(self.port)], self._answers, self.env)
         for bucket in self.buckets:
-            self.create_bucket(bucket)
+            try:
+                self.create_bucket(bucket)
+            except S3EndpointError as error:
+                self._fail(str(error))  # stops the server
         return self
 
     def _answers(self) -> bool:

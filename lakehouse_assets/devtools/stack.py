@@ -163,6 +163,7 @@ class Stack:
         from lakehouse_assets.demo import prepare_demo_lake
 
         lake = object_store.absolute(self.env.get(ENV_LAKEHOUSE_ROOT) or str(self.home / "lake"))
+        object_store.check_root(lake)
         if new_broker:
             prepare_demo_lake(lake, embedded=True)
             shutil.rmtree(self.home / "postgres", ignore_errors=True)

@@ -5,6 +5,9 @@ session's S3 endpoint (moto on loopback)."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
@@ -22,6 +25,9 @@ from lakehouse_assets.constants import (
 )
 from lakehouse_assets.devtools.broker import EmbeddedBroker
 from lakehouse_assets.devtools.s3_endpoint import S3Endpoint
+from lakehouse_assets.profiling.store import ENV_PROFILE
+from lakehouse_assets.schedules.maintenance import maintenance_jobs
+from lakehouse_assets.schedules.profiles import profile_job
 from lakehouse_assets_tests.bronze.helpers import (
     bronze_sequence_numbers,
     heart_rates,
@@ -137,3 +143,41 @@ def test_bronze_streams_land_exactly_once_on_the_object_store(
     ]
     gym_checkpoint = bronze_checkpoint(lake, LANDING_GYM_LOGINS)
     assert checkpoints.landing_caught_up(gym_checkpoint, landing)  # what the file sensor reads
+
+    # The nightly jobs: compaction and VACUUM, then a profile of each column, on S3.
+    files_before = len(lake.table(BRONZE, TOPIC_BPM).file_uris())
+    assert files_before > 1  # two partitions, two runs with records
+    result = maintenance_jobs[BRONZE].execute_in_process(resources=s3_resources)
+    observed = observations(result)[asset_key(BRONZE, TOPIC_BPM)].metadata
+    assert (observed["files_before"].value, observed["files_after"].value) == (files_before, 1)
+    assert observed["files_vacuumed"].value == 0  # younger than the retention
+    assert bronze_sequence_numbers(spark, s3_resources) == list(range(produced))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(ENV_PROFILE, "schedule")
+        result = profile_job({BRONZE: [TOPIC_BPM]}).execute_in_process(resources=s3_resources)
+    assert asset_key(BRONZE, TOPIC_BPM) in observations(result)
+    columns = len(lake.read(spark, BRONZE, TOPIC_BPM).columns)
+    assert lake.read(spark, "profiles", f"{BRONZE}__{TOPIC_BPM}").count() == columns
+
+
+def observations(result: dg.ExecuteInProcessResult) -> dict[dg.AssetKey, dg.AssetObservation]:
+    """The asset observations a job recorded, by asset."""
+    return {
+        event.asset_observation_data.asset_observation.asset_key: (
+            event.asset_observation_data.asset_observation
+        )
+        for event in result.all_events
+        if event.event_type == dg.DagsterEventType.ASSET_OBSERVATION
+    }
+
+
+def test_a_command_on_a_root_without_its_bucket_says_so_and_writes_nothing(
+    s3_endpoint: S3Endpoint,
+) -> None:
+    env = {**os.environ, "LAKEHOUSE_ROOT": "s3a://no-such-bucket/lake"}
+    env["KAFKA_BOOTSTRAP_SERVERS"] = "127.0.0.1:1"  # never reached: the root fails first
+    command = [str(Path(sys.executable).parent / "lakehouse"), "produce-sample", "--users", "2"]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    assert "The lake root s3a://no-such-bucket/lake cannot be used" in done.stderr
+    assert "Traceback" not in done.stderr
