@@ -50,7 +50,7 @@ run: install
 # (docs/benchmarks.md).
 # --output-sync prints each part's output whole, once it ends.
 SECOND_LANE := lakehouse_assets_tests/sources/test_debezium.py \
-	lakehouse_assets_tests/resources/test_object_store.py
+	lakehouse_assets_tests/resources/test_object_store.py lakehouse_assets_tests/gold/test_blocking.py
 
 test: install test-services
 	$(MAKE) --no-print-directory --output-sync=target -j2 test-first-lane test-second-lane

@@ -17,7 +17,6 @@ from collections.abc import Mapping
 from pyarrow import fs
 
 ENV_ENDPOINT = "AWS_ENDPOINT_URL"  # the SDKs' variable for an S3-compatible endpoint
-ENV_S3_ENDPOINT = "AWS_ENDPOINT_URL_S3"  # the same, for S3 alone (wins over the former)
 ENV_REGION = "AWS_REGION"
 ENV_DEFAULT_REGION = "AWS_DEFAULT_REGION"
 
@@ -29,7 +28,7 @@ class LakeRootUnreachable(RuntimeError):
 def endpoint(environ: Mapping[str, str] | None = None) -> str | None:
     """The S3 endpoint the variables name, or None for AWS's own."""
     env = os.environ if environ is None else environ
-    return env.get(ENV_S3_ENDPOINT) or env.get(ENV_ENDPOINT) or None
+    return env.get(ENV_ENDPOINT) or None
 
 
 def region(environ: Mapping[str, str] | None = None) -> str | None:

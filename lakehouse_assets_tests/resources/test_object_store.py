@@ -49,12 +49,8 @@ def test_spark_reaches_the_endpoint_of_the_standard_variables_path_style() -> No
         "spark.hadoop.fs.s3a.endpoint.region": "eu-west-3",
     }
     assert object_store.delta_rs_options(environ) == {"AWS_ALLOW_HTTP": "true"}
-    # S3's own endpoint wins over the general one; a TLS endpoint needs nothing of delta-rs.
-    environ = {
-        "AWS_ENDPOINT_URL": "http://elsewhere:1",
-        "AWS_ENDPOINT_URL_S3": "https://s3.example.com",
-        "AWS_DEFAULT_REGION": "us-west-2",
-    }
+    # A TLS endpoint needs nothing of delta-rs; the region may come from the older variable.
+    environ = {"AWS_ENDPOINT_URL": "https://s3.example.com", "AWS_DEFAULT_REGION": "us-west-2"}
     assert object_store.spark_settings(environ)["spark.hadoop.fs.s3a.endpoint"] == (
         "https://s3.example.com"
     )
