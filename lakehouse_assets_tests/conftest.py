@@ -19,6 +19,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+import dagster as dg
 import pytest
 from kafka import KafkaAdminClient
 from kafka.errors import UnknownTopicOrPartitionError
@@ -201,3 +202,14 @@ def produce(
     ]
     sample_data.produce(bootstrap_servers, messages)
     return len(messages)
+
+
+def observations(result: dg.ExecuteInProcessResult) -> dict[dg.AssetKey, dg.AssetObservation]:
+    """The asset observations a job recorded, by asset, in the order recorded."""
+    return {
+        event.asset_observation_data.asset_observation.asset_key: (
+            event.asset_observation_data.asset_observation
+        )
+        for event in result.all_events
+        if event.event_type == dg.DagsterEventType.ASSET_OBSERVATION
+    }

@@ -27,7 +27,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import ArrayType, DataType, MapType, StringType, StructType
 
-from resources.object_store import delta_rs_options
+from resources.object_store import delta_rs_options, hadoop_uri
 
 CHANGE_TYPE = "_change_type"  # the change data feed's column naming the kind of change
 INSERTED = ("insert", "update_postimage")  # change types that carry a row's new content
@@ -40,11 +40,6 @@ PartitionFilters = list[tuple[str, str, Any]]  # [(column, op, value)], op: = !=
 # Delta's session settings naming the marker of the next SQL write (MERGE, DELETE).
 TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
 TXN_VERSION = "spark.databricks.delta.write.txnVersion"
-
-
-def hadoop_uri(uri: str) -> str:
-    """A URI as Spark (Hadoop) names it: ``s3://`` is ``s3a://``."""
-    return "s3a://" + uri[len("s3://") :] if uri.startswith("s3://") else uri
 
 
 def find(uri: str, options: Options | None = None) -> DeltaTable | None:

@@ -16,7 +16,6 @@ from resources.delta import (
     commit_markers,
     ddl,
     find,
-    hadoop_uri,
     literal,
     marker_settings,
     plain_strings,
@@ -25,6 +24,7 @@ from resources.delta import (
     table_name,
     unheld,
 )
+from resources.object_store import hadoop_uri
 
 
 def merge(

@@ -15,7 +15,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from resources import delta, delta_merge, files, object_store
-from resources.delta import Markers, PartitionFilters, hadoop_uri
+from resources.delta import Markers, PartitionFilters
+from resources.object_store import hadoop_uri
 
 
 class LakeResource(dg.ConfigurableResource):

@@ -70,6 +70,11 @@ def absolute(root: str) -> str:
     return root.rstrip("/") if "://" in root else os.path.abspath(root)
 
 
+def hadoop_uri(uri: str) -> str:
+    """A URI as Spark (Hadoop) names it: ``s3://`` is ``s3a://``."""
+    return "s3a://" + uri[len("s3://") :] if uri.startswith("s3://") else uri
+
+
 def filesystem(uri: str) -> tuple[fs.FileSystem, str]:
     """pyarrow's file system for ``uri`` (a local path, or ``s3://``, ``s3a://``, ``gs://``...),
     and the path there. The one place the project tells a local root from an object store."""

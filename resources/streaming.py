@@ -17,7 +17,7 @@ from typing import Any
 from pyspark.sql import DataFrame
 
 from resources import delta
-from resources.delta import hadoop_uri
+from resources.object_store import hadoop_uri
 
 STREAM_WRITE = "STREAMING UPDATE"  # the operation of a commit of Delta's streaming sink
 

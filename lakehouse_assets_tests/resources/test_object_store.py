@@ -33,7 +33,7 @@ from lakehouse_assets_tests.bronze.helpers import (
     heart_rates,
     materialize_bpm,
 )
-from lakehouse_assets_tests.conftest import produce
+from lakehouse_assets_tests.conftest import observations, produce
 from resources import LakeResource, checkpoints, files, object_store
 from resources.object_store import LakeRootUnreachable
 
@@ -154,17 +154,6 @@ def test_bronze_streams_land_exactly_once_on_the_object_store(
     assert asset_key(BRONZE, TOPIC_BPM) in observations(result)
     columns = len(lake.read(spark, BRONZE, TOPIC_BPM).columns)
     assert lake.read(spark, "profiles", f"{BRONZE}__{TOPIC_BPM}").count() == columns
-
-
-def observations(result: dg.ExecuteInProcessResult) -> dict[dg.AssetKey, dg.AssetObservation]:
-    """The asset observations a job recorded, by asset."""
-    return {
-        event.asset_observation_data.asset_observation.asset_key: (
-            event.asset_observation_data.asset_observation
-        )
-        for event in result.all_events
-        if event.event_type == dg.DagsterEventType.ASSET_OBSERVATION
-    }
 
 
 def test_a_command_on_a_root_without_its_bucket_says_so_and_writes_nothing(

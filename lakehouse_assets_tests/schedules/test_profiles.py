@@ -13,6 +13,7 @@ from lakehouse_assets.constants import BRONZE, SILVER
 from lakehouse_assets.definitions import defs
 from lakehouse_assets.profiling.store import ENV_PROFILE
 from lakehouse_assets.schedules.profiles import profile_job
+from lakehouse_assets_tests.conftest import observations
 from lakehouse_assets_tests.profiling.test_transforms import table
 from resources import LakeResource
 
@@ -25,13 +26,7 @@ def profiled(env: dict[str, Any], mode: str) -> dict[dg.AssetKey, dg.AssetObserv
         result = profile_job(TABLES).execute_in_process(
             resources={"spark": env["spark"], "lake": env["lake"]}
         )
-    return {
-        event.asset_observation_data.asset_observation.asset_key: (
-            event.asset_observation_data.asset_observation
-        )
-        for event in result.all_events
-        if event.event_type == dg.DagsterEventType.ASSET_OBSERVATION
-    }
+    return observations(result)
 
 
 def test_the_schedule_profiles_what_the_writes_do_not(
