@@ -3,22 +3,29 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
+PACKAGES := $(VENV)/.packages
 STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install chromium postgresql test-services run test test-connect test-faults \
+.PHONY: install packages chromium postgresql test-services run test test-connect test-faults \
 	test-first-lane test-second-lane test-own-stacks test-local lint broker spark-server dev up \
 	bench clean
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml lakehouse_assets/devtools/jars.toml
+# The Python packages alone: all that the lint needs (CI runs it beside the JVM part below).
+packages: $(PACKAGES)
+
+$(PACKAGES): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' || \
 		{ echo "Python 3.11 is required (found: $(PYTHON)); set PYTHON=/path/to/python3.11"; exit 1; }
 	@command -v java >/dev/null || { echo "Java 17 is required by Spark: install a JDK 17"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(PACKAGES)
+
+$(STAMP): $(PACKAGES) lakehouse_assets/devtools/jars.toml
 	$(BIN)/lakehouse jars
 	$(BIN)/lakehouse spark-archive
 	touch $(STAMP)
@@ -45,15 +52,17 @@ run: install
 # but those of SECOND_LANE. Beside it: the tests that start their own Spark and broker
 # (test-own-stacks: the fault matrix on a `lakehouse up`, the demo, the Dagster CLI, a standalone
 # cluster), then the tests marked local_spark once more on a local Spark application in the test
-# process (see lakehouse_assets_tests/conftest.py), then SECOND_LANE's tests on a Connect server
-# of their own (and the S3 endpoint's): chosen so that both lanes end about together
-# (docs/benchmarks.md).
+# process (see lakehouse_assets_tests/conftest.py), then SECOND_LANE's tests: chosen so that both
+# lanes end about together (docs/benchmarks.md). Both lanes are clients of one S3 endpoint and one
+# warm Spark Connect server (lakehouse_assets_tests/shared_services.py).
 # --output-sync prints each part's output whole, once it ends.
 SECOND_LANE := lakehouse_assets_tests/sources/test_debezium.py \
-	lakehouse_assets_tests/resources/test_object_store.py lakehouse_assets_tests/gold/test_blocking.py
+	lakehouse_assets_tests/resources/test_object_store.py lakehouse_assets_tests/gold/test_blocking.py \
+	lakehouse_assets_tests/bronze/test_crash_recovery.py
 
 test: install test-services
-	$(MAKE) --no-print-directory --output-sync=target -j2 test-first-lane test-second-lane
+	$(BIN)/python -m lakehouse_assets_tests.shared_services \
+		$(MAKE) --no-print-directory --output-sync=target -j2 test-first-lane test-second-lane
 
 test-first-lane: install
 	$(BIN)/python -m pytest $(addprefix --ignore=,$(SECOND_LANE))
@@ -81,7 +90,7 @@ test-services:
 	@command -v chromium >/dev/null || $(MAKE) --no-print-directory chromium
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || $(MAKE) --no-print-directory postgresql
 
-lint: install
+lint: $(PACKAGES)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/pyright
