@@ -58,7 +58,8 @@ run: install
 # --output-sync prints each part's output whole, once it ends.
 SECOND_LANE := lakehouse_assets_tests/sources/test_debezium.py \
 	lakehouse_assets_tests/resources/test_object_store.py lakehouse_assets_tests/gold/test_blocking.py \
-	lakehouse_assets_tests/bronze/test_crash_recovery.py
+	lakehouse_assets_tests/bronze/test_crash_recovery.py lakehouse_assets_tests/bronze/test_raw_bytes.py \
+	lakehouse_assets_tests/sources/test_json_sources.py
 
 test: install test-services
 	$(BIN)/python -m lakehouse_assets_tests.shared_services \

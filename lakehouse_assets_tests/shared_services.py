@@ -26,9 +26,9 @@ S3_BUCKET = "lake"  # the S3 endpoint's bucket: each test's lake under a prefix 
 # the tests' tables hold a few hundred rows, where generating and compiling a query's code costs
 # more than running it (the sample graph in 0.78x the time on a new server and on a warm one,
 # benchmarks/spark_settings.py with these settings). They are Spark's internal settings, not
-# meant for real volumes. The fault matrix and the UI path use them too; the standalone cluster
-# (the demo's and the Dagster CLI's graphs, gold against the oracle), the local lane and
-# `make run` keep generated code, so CI runs both.
+# meant for real volumes. The fault matrix, the UI path and the standalone cluster use them too;
+# the local lane (a local Spark in the test process) and `make run` keep generated code, so CI
+# runs both.
 INTERPRETED: dict[str, str] = {
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
