@@ -3,29 +3,22 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
-PACKAGES := $(VENV)/.packages
 STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install packages chromium postgresql test-services run test test-connect test-faults \
+.PHONY: install chromium postgresql test-services run test test-connect test-faults \
 	test-first-lane test-second-lane test-own-stacks test-local lint broker spark-server dev up \
 	bench clean
 
 install: $(STAMP)
 
-# The Python packages alone: all that the lint needs (CI runs it beside the JVM part below).
-packages: $(PACKAGES)
-
-$(PACKAGES): pyproject.toml
+$(STAMP): pyproject.toml lakehouse_assets/devtools/jars.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' || \
 		{ echo "Python 3.11 is required (found: $(PYTHON)); set PYTHON=/path/to/python3.11"; exit 1; }
 	@command -v java >/dev/null || { echo "Java 17 is required by Spark: install a JDK 17"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	touch $(PACKAGES)
-
-$(STAMP): $(PACKAGES) lakehouse_assets/devtools/jars.toml
 	$(BIN)/lakehouse jars
 	$(BIN)/lakehouse spark-archive
 	touch $(STAMP)
@@ -91,7 +84,7 @@ test-services:
 	@command -v chromium >/dev/null || $(MAKE) --no-print-directory chromium
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || $(MAKE) --no-print-directory postgresql
 
-lint: $(PACKAGES)
+lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/pyright

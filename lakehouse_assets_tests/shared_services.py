@@ -26,9 +26,9 @@ S3_BUCKET = "lake"  # the S3 endpoint's bucket: each test's lake under a prefix 
 # the tests' tables hold a few hundred rows, where generating and compiling a query's code costs
 # more than running it (the sample graph in 0.78x the time on a new server and on a warm one,
 # benchmarks/spark_settings.py with these settings). They are Spark's internal settings, not
-# meant for real volumes. The fault matrix, the UI path and the standalone cluster use them too;
-# the local lane (a local Spark in the test process) and `make run` keep generated code, so CI
-# runs both.
+# meant for real volumes. The fault matrix and the UI path use them too; the standalone cluster
+# (the demo's and the Dagster CLI's graphs, gold against the oracle), the local lane and
+# `make run` keep generated code, so CI runs both.
 INTERPRETED: dict[str, str] = {
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
@@ -49,21 +49,29 @@ def run_sharing(command: list[str]) -> int:
     """Run ``command`` with the shared services; returns its exit code.
 
     The S3 endpoint's variables are exported before the server starts, so that its S3A reaches
-    the endpoint. A SIGTERM is passed on to the command, and the services stop once it ends.
+    the endpoint. The command starts at once, beside the server's start: its sessions wait for a
+    server that does not answer yet (``resources.spark.CONNECT_WAIT_S``), and its tests that need
+    no server do not wait at all. A SIGTERM is passed on to the command; the services stop once
+    it ends.
     """
     with S3Endpoint(buckets=[S3_BUCKET]) as endpoint:
         os.environ.update(endpoint.environment())
         os.environ[ENV_SHARED_S3] = endpoint.address
-        with connect_server() as server:
-            os.environ[ENV_SHARED_SPARK] = server.url
-            print(f"Shared by the tests: the S3 endpoint {endpoint.address} and the Spark "
-                  f"Connect server {server.url}", flush=True)  # fmt: skip
-            child = subprocess.Popen(command)
-            signal.signal(signal.SIGTERM, lambda signum, _: child.send_signal(signum))
-            try:
+        server = connect_server()
+        os.environ[ENV_SHARED_SPARK] = server.url
+        child = subprocess.Popen(command)
+        signal.signal(signal.SIGTERM, lambda signum, _: child.send_signal(signum))
+        try:
+            with server:
+                print(f"Shared by the tests: the S3 endpoint {endpoint.address} and the Spark "
+                      f"Connect server {server.url}", flush=True)  # fmt: skip
                 return child.wait()
-            except KeyboardInterrupt:  # the terminal sent it to the command as well
-                return child.wait()
+        except KeyboardInterrupt:  # the terminal sent it to the command as well
+            return child.wait()
+        finally:
+            if child.poll() is None:  # the server did not start: the command cannot pass
+                child.terminate()
+                child.wait()
 
 
 if __name__ == "__main__":

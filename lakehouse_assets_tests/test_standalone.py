@@ -9,9 +9,8 @@ other on it:
    partition range over the demo's lake, and gold equals the oracle's again.
 
 (Without SPARK_REMOTE the demo starts its own Connect server exactly as the test session starts
-its shared one: conftest.py. The cluster's server evaluates interpreted, as the tests' shared one
-does: its executors would each compile every query's generated code again; the local lane keeps
-generated code.)"""
+its shared one: conftest.py. The cluster's server generates code, as `make run` does; the
+session's evaluates interpreted.)"""
 
 from __future__ import annotations
 
@@ -30,7 +29,6 @@ from lakehouse_assets import sample_data
 from lakehouse_assets.constants import BRONZE, GOLD, GYM_SUMMARY, KAFKA_TOPICS, WORKOUT_BPM_SUMMARY
 from lakehouse_assets.devtools.spark_server import SparkConnectServer
 from lakehouse_assets.devtools.standalone import standalone_cluster
-from lakehouse_assets_tests.shared_services import INTERPRETED
 from lakehouse_assets_tests.test_end_to_end import AS_OF, assert_reports_match, gold_rows
 from resources import ENV_KAFKA_BOOTSTRAP_SERVERS as ENV_KAFKA
 from resources import ENV_SPARK_REMOTE, LakeResource, files
@@ -38,8 +36,7 @@ from resources import ENV_SPARK_REMOTE, LakeResource, files
 REPO_ROOT = Path(__file__).parents[1]
 BIN = Path(sys.executable).parent
 USERS, DAYS = 4, 2  # the demo's sample: generate(users, days) with its default first day and seed
-CLUSTER = {**INTERPRETED, "spark.executor.memory": "1g", "spark.executor.cores": "1",
-           "spark.cores.max": "2"}  # fmt: skip
+EXECUTORS = {"spark.executor.memory": "1g", "spark.executor.cores": "1", "spark.cores.max": "2"}
 DEFINITIONS = "lakehouse_assets.definitions"
 
 
@@ -57,7 +54,7 @@ def test_the_demo_and_the_dagster_cli_on_a_standalone_cluster_reach_the_oracles_
 ) -> None:
     with (
         standalone_cluster(workers=2) as master,
-        SparkConnectServer(master=master.url, conf=CLUSTER) as server,
+        SparkConnectServer(master=master.url, conf=EXECUTORS) as server,
     ):
         spark = {ENV_SPARK_REMOTE: server.url}
         demo_lake = f"{s3_lake_root}/demo"
