@@ -1,12 +1,11 @@
 """Shared fixtures: one real Kafka broker (emptied for each test) and one Spark application per
 test session.
 
-By default the session starts one Spark Connect server from the pyspark wheel (or uses the one
-`make test` shares between its lanes: shared_services.py) and every test, and every process a test
-starts (``SPARK_REMOTE`` is exported), is a client of it: the production shape. With
-``LAKEHOUSE_TEST_SPARK=local`` the tests run on a local Spark application in the test process
-instead; ``make test`` runs the tests marked ``local_spark`` that way too. (A process holds either
-kind of session, never both: PySpark forbids mixing them.)
+By default the session starts one Spark Connect server from the pyspark wheel and every test, and
+every process a test starts (``SPARK_REMOTE`` is exported), is a client of it: the production
+shape. With ``LAKEHOUSE_TEST_SPARK=local`` the tests run on a local Spark application in the
+test process instead; ``make test`` runs the tests marked ``local_spark`` that way too. (A process
+holds either kind of session, never both: PySpark forbids mixing them.)
 """
 
 from __future__ import annotations
@@ -30,37 +29,54 @@ from lakehouse_assets import sample_data
 from lakehouse_assets.devtools.broker import EmbeddedBroker
 from lakehouse_assets.devtools.postgres import PostgresServer
 from lakehouse_assets.devtools.s3_endpoint import S3Endpoint
+from lakehouse_assets.devtools.spark_server import SparkConnectServer
 from lakehouse_assets.sample_data import Message
-from lakehouse_assets_tests.shared_services import (
-    ENV_SHARED_S3,
-    ENV_SHARED_SPARK,
-    S3_BUCKET,
-    connect_server,
-)
 from resources import ENV_SPARK_REMOTE, SparkResource, build_resources
 
 SPARK_MODE = os.environ.get("LAKEHOUSE_TEST_SPARK", "connect")
 # Profiles after every write cost a few Spark jobs per table: on in the tests that assert them
 # (profiling/, test_automation.py), off elsewhere to keep the suite's time.
 os.environ.setdefault("LAKEHOUSE_PROFILE", "off")
+# The session's server computes expressions interpreted instead of compiling code for each query:
+# the tests' tables hold a few hundred rows, where generating and compiling a query's code costs
+# more than running it (the sample graph in 0.78x the time on a new server and on a warm one,
+# benchmarks/spark_settings.py with these settings). They are Spark's internal settings, not
+# meant for real volumes. The fault matrix and the UI path use them too; the standalone cluster
+# (the demo's and the Dagster CLI's graphs, gold against the oracle), the local lane and
+# `make run` keep generated code, so CI runs both.
+INTERPRETED: dict[str, str] = {
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+}
+# The session's server (and the UI path's) collects garbage with the parallel collector instead of
+# G1, the JDK's default, whose concurrent marking the server's growing heap keeps busy: the tests
+# of sources/ and silver/ took 0.93x and 0.96x the time, 0.87x and 0.91x the CPU (two pairs, one
+# in each order; docs/benchmarks.md).
+TEST_SERVER_JAVA = "-XX:+UseParallelGC"
+
+
+def connect_server() -> SparkConnectServer:
+    """A Spark Connect server as the tests run theirs: interpreted, the parallel collector."""
+    return SparkConnectServer(conf=INTERPRETED, java_options=TEST_SERVER_JAVA)
+
+
 if SPARK_MODE not in ("connect", "local"):
     raise ValueError(f"LAKEHOUSE_TEST_SPARK must be 'connect' or 'local', got {SPARK_MODE!r}")
 
 
+S3_BUCKET = "lake"  # the session's S3 endpoint's bucket: each test's lake under a prefix of its own
+
+
 @pytest.fixture(scope="session")
-def s3_endpoint() -> Iterator[str]:
-    """The address of the session's S3 API server on loopback (moto), holding ``S3_BUCKET``: the
-    one `make test` shares between its lanes, or one of the session's own. Its variables are
-    exported before the session's Spark starts, so that S3A, delta-rs and pyarrow reach it."""
-    if shared := os.environ.get(ENV_SHARED_S3):
-        yield shared  # its variables are in the environment already
-        return
+def s3_endpoint() -> Iterator[S3Endpoint]:
+    """One S3 API server on loopback for the session (moto), holding ``S3_BUCKET``. Its variables
+    are exported before the session's Spark starts, so that S3A, delta-rs and pyarrow reach it."""
     with S3Endpoint(buckets=[S3_BUCKET]) as endpoint:
         variables = endpoint.environment()
         saved = {name: os.environ.get(name) for name in variables}
         os.environ.update(variables)
         try:
-            yield endpoint.address
+            yield endpoint
         finally:
             for name, value in saved.items():
                 if value is None:
@@ -70,23 +86,21 @@ def s3_endpoint() -> Iterator[str]:
 
 
 @pytest.fixture
-def s3_lake_root(s3_endpoint: str) -> str:
+def s3_lake_root(s3_endpoint: S3Endpoint) -> str:
     """A lake root of the test's own on the session's S3 endpoint."""
     return f"s3a://{S3_BUCKET}/{uuid.uuid4().hex}"
 
 
 @pytest.fixture(scope="session")
-def spark_remote(s3_endpoint: str) -> Iterator[str | None]:
-    """The URL of the session's Spark Connect server (None on a local Spark): the one `make test`
-    shares between its lanes, or one of the session's own."""
+def spark_remote(s3_endpoint: S3Endpoint) -> Iterator[str | None]:
+    """The URL of the session's Spark Connect server (None on a local Spark)."""
     if SPARK_MODE == "local":
         yield None
         return
-    with contextlib.ExitStack() as own:
-        url = os.environ.get(ENV_SHARED_SPARK) or own.enter_context(connect_server()).url
-        os.environ[ENV_SPARK_REMOTE] = url  # processes the tests start use it too
+    with connect_server() as server:
+        os.environ[ENV_SPARK_REMOTE] = server.url  # processes the tests start use it too
         try:
-            yield url
+            yield server.url
         finally:
             del os.environ[ENV_SPARK_REMOTE]
 

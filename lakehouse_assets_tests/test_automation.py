@@ -168,11 +168,10 @@ def test_new_data_reaches_gold_by_itself(
         assert tick_stream_sensors(instance, resources) == 5  # first runs create the tables
         assert tick_stream_sensors(instance, resources) == 0  # no data: no run
         daemon.tick_until_quiet()  # silver and gold of the empty tables
+        monkeypatch.setenv(ENV_PROFILE, "materialization")  # for the data's runs (Spark jobs)
         sample_data.write_landing(lake_root, sample.files)
         sample_data.produce(broker.bootstrap_servers, sample.messages)
         assert tick_stream_sensors(instance, resources) == 5  # 3 topics, 2 landing folders
-        # Profiles (Spark jobs) for the automation's runs of the data: what is asserted below.
-        monkeypatch.setenv(ENV_PROFILE, "materialization")
         assert daemon.tick_until_quiet() >= 2  # silver first, then what follows it
         assert tick_stream_sensors(instance, resources) == 0
         assert_profiled(instance, asset_key(GOLD, WORKOUT_BPM_SUMMARY), "num_recordings")

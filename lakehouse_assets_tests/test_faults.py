@@ -45,7 +45,7 @@ from lakehouse_assets.constants import (
     WORKOUT_BPM_SUMMARY,
 )
 from lakehouse_assets.devtools.service import free_port
-from lakehouse_assets_tests.shared_services import INTERPRETED
+from lakehouse_assets_tests.conftest import INTERPRETED
 from lakehouse_assets_tests.test_end_to_end import assert_reports_match
 from resources import LakeResource
 
@@ -117,7 +117,7 @@ def stack(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[RunningSt
         "LAKEHOUSE_AS_OF_DATE": AS_OF.isoformat(),
         "LAKEHOUSE_SENSOR_INTERVAL_S": "5",
         "LAKEHOUSE_PROFILE": "off",
-        "LAKEHOUSE_SPARK_CONF": json.dumps(INTERPRETED),  # as the tests' server (shared_services)
+        "LAKEHOUSE_SPARK_CONF": json.dumps(INTERPRETED),  # as the session's server (conftest)
         # The main suite runs beside this test on 2 cores: four runs starting their streams at
         # once overloaded the machine past Spark's 10 s wait for a new Python worker, again and
         # again (the sensors and retries relaunch them), and the lake did not settle in time.

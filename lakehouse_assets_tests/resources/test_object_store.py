@@ -65,7 +65,7 @@ def test_spark_reaches_the_endpoint_of_the_standard_variables_path_style() -> No
 
 
 def test_a_root_without_its_bucket_is_named_before_any_step_runs(
-    s3_endpoint: str, env: dict[str, Any]
+    s3_endpoint: S3Endpoint, env: dict[str, Any]
 ) -> None:
     env["lake"] = LakeResource(root="s3a://no-such-bucket/lake")
     with pytest.raises(dg.DagsterResourceFunctionError) as failure:
@@ -77,7 +77,7 @@ def test_a_root_without_its_bucket_is_named_before_any_step_runs(
 
 
 def test_an_endpoint_that_does_not_answer_is_named_with_the_root(
-    s3_endpoint: str, monkeypatch: pytest.MonkeyPatch
+    s3_endpoint: S3Endpoint, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:1")
     with pytest.raises(LakeRootUnreachable, match=r"s3a://lake/p.*127\.0\.0\.1:1"):
@@ -157,7 +157,7 @@ def test_bronze_streams_land_exactly_once_on_the_object_store(
 
 
 def test_a_command_on_a_root_without_its_bucket_says_so_and_writes_nothing(
-    s3_endpoint: str,
+    s3_endpoint: S3Endpoint,
 ) -> None:
     env = {**os.environ, "LAKEHOUSE_ROOT": "s3a://no-such-bucket/lake"}
     env["KAFKA_BOOTSTRAP_SERVERS"] = "127.0.0.1:1"  # never reached: the root fails first
