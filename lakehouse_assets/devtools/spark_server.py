@@ -38,6 +38,16 @@ SERVER_DEFAULTS: dict[str, str] = {
     # One run's streams may run beside another's: no query waits for a scheduler slot.
     "spark.scheduler.mode": "FAIR",
 }
+# The JIT's optimizing tier (C2) takes a method after 8x the JDK's default calls and loop turns.
+# A server runs many short queries of different shapes: their planning code is warm, seldom hot,
+# and compiling it with C2 took 32% of the test server's CPU over 11 minutes (the JIT's two tiers
+# 38%). With these thresholds the demo's graph took 0.86x the CPU and 0.97x the wall (farm-bench,
+# 2 pairs), the tests of sources/ and silver/ 0.81x the server's CPU and 0.96x the wall
+# (docs/benchmarks.md). Code that is hot, a task's loop over many rows, reaches them in moments.
+LATE_C2_OPTIONS = (
+    "-XX:Tier4InvocationThreshold=40000 -XX:Tier4MinInvocationThreshold=4800 "
+    "-XX:Tier4CompileThreshold=120000 -XX:Tier4BackEdgeThreshold=320000"
+)
 
 
 class SparkServerError(RuntimeError):
@@ -115,13 +125,15 @@ class SparkConnectServer(LocalService):
         self.master = master
         self.conf = dict(conf or {})
         # The driver maps Spark's classes from the installed class archive when there is one
-        # (it starts in 2.3 s instead of 6.2 s) and keeps the full JIT: the JIT's quick tier
-        # alone saves CPU on a run of seconds, but a server works for minutes, where the full
-        # JIT repays itself: the demo's graph took 169 s instead of 216 s (one run each), the
-        # test session's graph runs 33-42 s instead of 46-61 s once warm, and the tests of
-        # ``sources/`` and ``silver/`` 559 s instead of 830 s, the server's CPU 732 s instead
-        # of 1,171 s (one run each).
-        options = f"{quick_start_options(DEFAULT_ARCHIVE, quick_jit=False)} {java_options}".strip()
+        # (it starts in 2.3 s instead of 6.2 s) and keeps the full JIT, C2 later than the JDK's
+        # default (``LATE_C2_OPTIONS``): the JIT's quick tier alone saves CPU on a run of
+        # seconds, but a server works for minutes, where C2 repays itself: the demo's graph took
+        # 169 s instead of 216 s (one run each), the test session's graph runs 33-42 s instead
+        # of 46-61 s once warm, and the tests of ``sources/`` and ``silver/`` 559 s instead of
+        # 830 s, the server's CPU 732 s instead of 1,171 s (one run each).
+        options = " ".join(
+            [quick_start_options(DEFAULT_ARCHIVE, quick_jit=False), LATE_C2_OPTIONS, java_options]
+        ).strip()
         if options:
             self.conf.setdefault("spark.driver.extraJavaOptions", options)
         self.env = dict(env or {})

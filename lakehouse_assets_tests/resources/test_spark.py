@@ -137,10 +137,13 @@ def test_a_local_driver_jvm_starts_from_the_installed_archive_which_fits_this_jd
     assert count == "3"
 
 
-def test_every_connect_server_maps_the_archive_with_the_full_jit_unless_told_otherwise() -> None:
+def test_every_connect_server_maps_the_archive_with_a_late_c2_unless_told_otherwise() -> None:
     assert DEFAULT_ARCHIVE.is_file(), "no class archive: `make install` writes it"
     options = SparkConnectServer().conf["spark.driver.extraJavaOptions"]
-    assert options == f"-XX:SharedArchiveFile={DEFAULT_ARCHIVE}"
+    late_c2 = ("-XX:Tier4InvocationThreshold=40000 -XX:Tier4MinInvocationThreshold=4800 "
+               "-XX:Tier4CompileThreshold=120000 -XX:Tier4BackEdgeThreshold=320000")  # fmt: skip
+    assert options == f"-XX:SharedArchiveFile={DEFAULT_ARCHIVE} {late_c2}"
+    assert "TieredStopAtLevel" not in options  # the full JIT, C2 included
     more = SparkConnectServer(java_options="-XX:+UseParallelGC").conf
     assert more["spark.driver.extraJavaOptions"] == f"{options} -XX:+UseParallelGC"
     own = {"spark.driver.extraJavaOptions": "-Xss4m"}
