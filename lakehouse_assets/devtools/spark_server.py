@@ -131,11 +131,9 @@ class SparkConnectServer(LocalService):
         # 169 s instead of 216 s (one run each), the test session's graph runs 33-42 s instead
         # of 46-61 s once warm, and the tests of ``sources/`` and ``silver/`` 559 s instead of
         # 830 s, the server's CPU 732 s instead of 1,171 s (one run each).
-        options = " ".join(
-            [quick_start_options(DEFAULT_ARCHIVE, quick_jit=False), LATE_C2_OPTIONS, java_options]
-        ).strip()
-        if options:
-            self.conf.setdefault("spark.driver.extraJavaOptions", options)
+        archive = quick_start_options(DEFAULT_ARCHIVE, quick_jit=False)
+        options = " ".join(filter(None, [archive, LATE_C2_OPTIONS, java_options]))
+        self.conf.setdefault("spark.driver.extraJavaOptions", options)
         self.env = dict(env or {})
         self.daemon_idle_s = daemon_idle_s
         self._reaper: DaemonReaper | None = None
