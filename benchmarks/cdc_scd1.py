@@ -24,8 +24,8 @@ Then, ``--rounds`` times, taking turns (A B, then A B again) so that drift falls
 It prints each side's seconds, records per second, and the ratios of throughputs (A / B and
 silver / B'), per round and as medians; the tables of all sides are checked to hold the same rows.
 Silver's step includes what the lakehouse does after each write as configured: the checks, and
-the profiles of its three tables unless ``LAKEHOUSE_PROFILE`` says otherwise (printed first; run
-it once with the default and once with ``LAKEHOUSE_PROFILE=schedule``, profiles taken nightly).
+the profiles of its three tables when ``LAKEHOUSE_PROFILE=materialization`` (the mode is printed
+first; by default profiles are taken nightly, off the write path).
 Target of issue 12: at least 1.0x.
 
 Usage::

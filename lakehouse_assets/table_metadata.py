@@ -1,5 +1,6 @@
 """What a table's materialization tells the Dagster UI beyond its rows: the column schema with a
-description of every column, the column lineage, and where the code that computes it lives.
+description of every column, each column's nulls and bounds from the Delta log
+(``profiling.file_stats``), the column lineage, and where the code that computes it lives.
 
 The descriptions and lineage live next to each layer's transforms (``<layer>/columns.py``); the
 column types come from the Delta table itself, so they are always the table's own.
@@ -11,11 +12,13 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import dagster as dg
+import pyarrow as pa
 from deltalake import DeltaTable
 
 from lakehouse_assets.bronze import columns as bronze_columns
 from lakehouse_assets.constants import BRONZE, GOLD, SILVER, asset_key
 from lakehouse_assets.gold import columns as gold_columns
+from lakehouse_assets.profiling.file_stats import statistics_metadata
 from lakehouse_assets.silver import columns as silver_columns
 from resources import LakeResource
 
@@ -87,13 +90,15 @@ def table_metadata(
 ) -> dict[str, Any]:
     """A materialization's table metadata: row count, location and Delta version (the lake's),
     the column schema with descriptions (``descriptions``, else the layer's own; ``otherwise``
-    for the columns they do not name) and the column lineage where the layer declares it."""
+    for the columns they do not name), the columns' statistics from the log and the column
+    lineage where the layer declares it."""
     snapshot = lake.find(layer, table)  # one read of the Delta log for all of the metadata
     metadata = lake.table_metadata(layer, table, snapshot)
     if snapshot is None:
         return metadata
     described = descriptions if descriptions is not None else DESCRIPTIONS[layer].get(table, {})
     metadata["dagster/column_schema"] = column_schema(snapshot, described, otherwise)
+    metadata.update(statistics_metadata(pa.table(snapshot.get_add_actions(flatten=True))))
     if lineage := LINEAGE.get(layer, {}).get(table):
         metadata["dagster/column_lineage"] = column_lineage(lineage)
     return metadata

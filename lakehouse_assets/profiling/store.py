@@ -1,7 +1,9 @@
 """Taking a table's profile: computed from its current snapshot, appended to the Delta table
 ``<root>/profiles/<layer>__<table>`` (one row per column per profile, so drift can be queried),
-and returned as Dagster metadata. After every write of a silver or gold table, and nightly for
-bronze (``schedules/profiles.py``), as ``LAKEHOUSE_PROFILE`` says.
+and returned as Dagster metadata. Nightly for every table by default (``schedules/profiles.py``);
+after every write of a silver or gold table with ``LAKEHOUSE_PROFILE=materialization``. (Every
+write shows its columns' nulls and bounds from the Delta log whatever the mode:
+``profiling.file_stats``.)
 
 A table partitioned by one column, of ``STATES_FROM_ROWS`` rows or more, keeps each partition's
 profile state (``profiling.passes``) in ``<root>/profiles/<layer>__<table>__partitions``, beside
@@ -33,6 +35,8 @@ from resources import LakeResource, delta
 
 ENV_PROFILE = "LAKEHOUSE_PROFILE"
 PROFILE_MODES = ("materialization", "schedule", "off")
+# A profile reads the table (a few Spark queries): off the write path unless asked for.
+DEFAULT_PROFILE_MODE = "schedule"
 PROFILES = "profiles"  # the profiles' folder under the lake root
 STATES_SUFFIX = "__partitions"  # of the table of a partitioned table's profile states
 FILES, SIGNATURE = "_files", "_signature"  # a state's partition fingerprint, schema and options
@@ -44,8 +48,8 @@ STATES_FROM_ROWS = 100_000
 
 def profile_mode(environ: Mapping[str, str] | None = None) -> str:
     """When tables are profiled: ``materialization`` (silver and gold after each write, bronze
-    nightly: the default), ``schedule`` (every table nightly) or ``off``."""
-    mode = (os.environ if environ is None else environ).get(ENV_PROFILE) or PROFILE_MODES[0]
+    nightly), ``schedule`` (every table nightly: the default) or ``off``."""
+    mode = (os.environ if environ is None else environ).get(ENV_PROFILE) or DEFAULT_PROFILE_MODE
     if mode not in PROFILE_MODES:
         raise ValueError(f"{ENV_PROFILE} must be one of {', '.join(PROFILE_MODES)}, got {mode!r}")
     return mode

@@ -1,9 +1,9 @@
 """Nightly profiles: each table's profile recorded as an observation of its asset (the same
 metadata as a profile after a write) and appended to its profiles table.
 
-Which tables, by ``LAKEHOUSE_PROFILE``: ``materialization`` (the default) profiles silver and gold
-after each write, so the schedule takes bronze, which its streams write every few seconds;
-``schedule`` takes every table here and none after writes; ``off``, none.
+Which tables, by ``LAKEHOUSE_PROFILE``: ``schedule`` (the default) takes every table here and none
+after writes; ``materialization`` profiles silver and gold after each write, so the schedule
+takes bronze, which its streams write every few seconds; ``off``, none.
 """
 
 from collections.abc import Mapping, Sequence
