@@ -37,6 +37,9 @@ Markers = Mapping[str, int]  # transaction markers {app id: version}
 Options = Mapping[str, str]  # object-store options of delta-rs
 PartitionFilters = list[tuple[str, str, Any]]  # [(column, op, value)], op: = != < <= > >= in
 
+# The operation metric counting the rows a data commit took, by Delta's name of its operation.
+WRITTEN_ROWS = {"MERGE": "numSourceRows", "WRITE": "numOutputRows"}
+
 # Delta's session settings naming the marker of the next SQL write (MERGE, DELETE).
 TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
 TXN_VERSION = "spark.databricks.delta.write.txnVersion"
@@ -49,6 +52,24 @@ def find(uri: str, options: Options | None = None) -> DeltaTable | None:
         return DeltaTable(uri, storage_options={**delta_rs_options(), **(options or {})})
     except TableNotFoundError:
         return None
+
+
+def rows_written(delta: DeltaTable, after_version: int | None) -> int | None:
+    """The rows the first data commit after ``after_version`` (every version when None) took, by
+    the operation metrics Delta recorded in it: a merge's source rows, a write's rows. None when
+    no such commit follows (the write was skipped). Maintenance (OPTIMIZE, VACUUM) and schema
+    changes are not data commits; the marker commits that follow a write come after it."""
+    newest = delta.version()
+    first = -1 if after_version is None else after_version
+    if newest <= first:
+        return None
+    for commit in reversed(delta.history(newest - first)):  # oldest first
+        if commit.get("version", first + 1) <= first:
+            continue
+        metric = WRITTEN_ROWS.get(str(commit.get("operation")))
+        if metric is not None:
+            return int((commit.get("operationMetrics") or {}).get(metric, 0))
+    return None
 
 
 def spark_schema(delta: DeltaTable) -> StructType:

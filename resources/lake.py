@@ -137,6 +137,12 @@ class LakeResource(dg.ConfigurableResource):
         snapshot = self.find(layer, table)
         return snapshot.history(limit) if snapshot else []
 
+    def rows_written(self, layer: str, table: str, after_version: int | None) -> int | None:
+        """The rows the first data commit after ``after_version`` took (a merge's source rows, an
+        append's rows), from the log; None when none follows (``resources.delta.rows_written``)."""
+        snapshot = self.find(layer, table)
+        return delta.rows_written(snapshot, after_version) if snapshot else None
+
     def row_count(self, layer: str, table: str) -> int:
         """Rows in the table's current snapshot, from the file statistics (no data read)."""
         snapshot = self.find(layer, table)

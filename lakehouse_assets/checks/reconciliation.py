@@ -5,7 +5,9 @@ and did not. Pure Spark; ``results.reconciliation_result`` makes a Dagster check
   after the run's writes, in the silver table (its key: newest wins, so the row may hold a newer
   record of the key; a key whose newest event is a delete is expected absent) or in the source's
   quarantine (its coordinates and bytes). Every bronze record is read by exactly one run (the
-  runs' markers), so over the runs every bronze record is accounted for.
+  runs' markers), so over the runs every bronze record is accounted for. A run's own commits
+  answer it first, by their operation metrics (``silver.parsed``); the lookup here counts and
+  shows the missing records when they do not.
 - ``readings_in_workout_bpm`` (``workout_bpm``): every valid reading inside a completed workout,
   of a device its user had registered then, computed afresh from ``completed_workouts``,
   ``heart_rate`` and ``users``, is in ``workout_bpm`` (which is maintained incrementally): on the

@@ -142,7 +142,8 @@ def quarantine_rate_result(key: dg.AssetKey, rejected: int, read: int) -> dg.Ass
 RECONCILIATIONS = {
     RECONCILED_WITH_BRONZE: "Every record a run reads from bronze is, after its writes, in this "
     "table (by key; a key whose newest event is a delete excepted) or in the source's quarantine "
-    "(by coordinates and bytes).",
+    "(by coordinates and bytes). Evaluated from the operation metrics of the run's commits; the "
+    "records are looked up in both tables when those disagree.",
     READINGS_IN_WORKOUT_BPM: "Every valid reading of a user's device inside a completed workout "
     "of the user (computed afresh from completed_workouts, heart_rate and users) is in this "
     "table: of the workouts that started on the days the run may have changed; every day's on a "

@@ -134,6 +134,60 @@ def keys_missing(lake: LakeResource, spark: SparkSession, spec: ParsedTable) -> 
     return expected.select(*spec.keys).join(held, list(spec.keys), "left_anti").count()
 
 
+@dataclass(frozen=True)
+class MergedBatch:
+    """What a run merged: its rows' days (None for a table not laid out by days), how many rows,
+    how many of them deletes (``from_history``), and the table's version before the run's writes
+    (None: the merge created it). Counted in one query over the rows."""
+
+    days: list[str] | None
+    rows: int
+    deletes: int
+    table_before: int | None
+
+    @property
+    def expected_written(self) -> int:
+        """The rows the merge's commit records: its source rows (``numSourceRows``), or the
+        rows it inserted when it created the table (an append: the deletes are not written)."""
+        return self.rows if self.table_before is not None else self.rows - self.deletes
+
+
+def _merged_batch(spec: ParsedTable, rows: DataFrame, table_before: int | None) -> MergedBatch:
+    deleted = F.col("deleted") if spec.from_history else F.lit(False)
+    by_day = [DATE] if layout(spec.table) else []
+    counted = rows.groupBy(*by_day).agg(
+        F.count(F.lit(1)).alias("rows"), F.count_if(deleted).alias("deletes")
+    )
+    summary = counted.collect()
+    days = sorted(r[DATE].isoformat() for r in summary if r[DATE]) if by_day else None
+    return MergedBatch(
+        days=days,
+        rows=sum(r["rows"] for r in summary),
+        deletes=sum(r["deletes"] for r in summary),
+        table_before=table_before,
+    )
+
+
+def _accounted_by_the_writes(
+    lake: LakeResource,
+    spec: ParsedTable,
+    merged: MergedBatch | None,
+    rejected: int,
+    quarantine_before: int | None,
+) -> bool:
+    """Whether the run's own commits took every row it handed them, by their operation metrics
+    (no query): the merge every row of ``merged``, the quarantine's append each of the
+    ``rejected``. (Every record read is either valid or rejected: ``validation``.)"""
+    if merged is None:
+        return False
+    taken = lake.rows_written(SILVER, spec.table, merged.table_before)
+    if taken != merged.expected_written:
+        return False
+    return not rejected or (
+        lake.rows_written(SILVER, spec.quarantine_table, quarantine_before) == rejected
+    )
+
+
 def _reconcile(
     lake: LakeResource,
     spark: SparkSession,
@@ -144,11 +198,12 @@ def _reconcile(
     days: list[str] | None,
 ) -> Outcome:
     """Whether each of the run's bronze records (``parsed``, ``read`` of them) is now in silver
-    or quarantine; ``merged``: the rows the run merged (``_rows_to_merge``), None when it merged
-    none. A run that read no record has none to account for: no query. In a table laid out by
-    days, a row is looked for on its own day only (where the merge put it: ``lake.merge`` looks
-    for a key in the partitions of the batch's rows), so the check reads the run's days
-    (``days``: those of ``merged``, when known), not the table's history."""
+    or quarantine, looked up in both tables; ``merged``: the rows the run merged
+    (``_rows_to_merge``), None when it merged none. A run that read no record has none to
+    account for: no query. In a table laid out by days, a row is looked for on its own day only
+    (where the merge put it: ``lake.merge`` looks for a key in the partitions of the batch's
+    rows), so the check reads the run's days (``days``: those of ``merged``, when known), not
+    the table's history."""
     if not read:
         return Outcome(RECONCILED_WITH_BRONZE, 0, [])
     accepted = merged if merged is not None else _rows_to_merge(lake, spark, spec, parsed)
@@ -215,14 +270,16 @@ def parsed_table_asset(spec: ParsedTable) -> dg.AssetsDefinition:
         # Materialized once: the writes and checks below each read it without reading bronze.
         parsed = spec.parse(changes).localCheckpoint(eager=True)
         read = parsed.count()
+        quarantine_before = lake.version(SILVER, spec.quarantine_table)
         if config.full_refresh:
             quarantined = _rebuild(lake, spec, parsed, markers)
         else:
             quarantined = _write_quarantine(lake, spec, parsed, markers)
-        rows = None
+        rows, merged = None, None
         if not config.full_refresh and (fresh or not lake.exists(SILVER, spec.table)):
             # Computed before the merge: it may read the rows the merge replaces.
             rows = _rows_to_merge(lake, session, spec, parsed).localCheckpoint()
+            merged = _merged_batch(spec, rows, lake.version(SILVER, spec.table))
             delete_flag = "deleted" if spec.from_history else None
             lake.merge(
                 SILVER,
@@ -235,8 +292,11 @@ def parsed_table_asset(spec: ParsedTable) -> dg.AssetsDefinition:
                 partition_by=layout(spec.table),
             )
         # The days the merge wrote (its rows' own: a key's day is its row's); None: every day.
-        days = days_of(rows) if rows is not None and layout(spec.table) else None
-        reconciled = _reconcile(lake, session, spec, parsed, read, rows, days)
+        days = merged.days if merged is not None else None
+        if read and _accounted_by_the_writes(lake, spec, merged, quarantined, quarantine_before):
+            reconciled = Outcome(RECONCILED_WITH_BRONZE, 0, [])
+        else:  # looked up in the tables: which records are missing, and where
+            reconciled = _reconcile(lake, session, spec, parsed, read, rows, days)
         days_written = [(DATE, "in", days)] if days is not None else None
         written = checked_days(context, table_key, days_written)
         yield dg.MaterializeResult(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
 
@@ -14,6 +15,7 @@ from lakehouse_assets.checks.reconciliation import RECONCILED_WITH_BRONZE
 from lakehouse_assets.constants import HEART_RATE, SILVER, TOPIC_BPM
 from lakehouse_assets.devtools.broker import EmbeddedBroker
 from lakehouse_assets.sample_data import Message, produce
+from lakehouse_assets.silver import parsed
 from lakehouse_assets_tests.bronze.helpers import BPM_ASSET, HEART_RATE_ASSET
 from resources import LakeResource
 
@@ -85,3 +87,40 @@ def test_a_row_the_merge_lost_fails_the_reconciliation_which_reads_the_runs_days
     # The one row lost, no more: each of the run's rows was looked for on its own day.
     assert not reconciled.passed and reconciled.metadata["offending_rows"].value == 1
     assert "2023-11-15T00:00:05" in reconciled.metadata["sample"].value
+
+
+def reconciliation(ran: dg.ExecuteInProcessResult) -> dg.AssetCheckEvaluation:
+    [reconciled] = [e for e in ran.get_asset_check_evaluations()
+                    if e.check_name == RECONCILED_WITH_BRONZE]  # fmt: skip
+    return reconciled
+
+
+def test_the_reconciliation_is_answered_by_the_runs_own_commits(
+    broker: EmbeddedBroker,
+    resources: dict[str, Any],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def lookup(*args: Any) -> None:
+        raise AssertionError("the commits' metrics should have answered")
+
+    monkeypatch.setattr(parsed, "_reconcile", lookup)
+    for first in (0, 100):  # the run creating the table, then a merge into it; a reject each
+        produce(broker.bootstrap_servers, readings(first, 10))
+        assert reconciliation(dg.materialize(BPM_ASSETS, resources=resources)).passed
+    monkeypatch.undo()
+
+    append = LakeResource.append
+
+    def lossy(self: LakeResource, layer: str, table: str, rows: Any, *args: Any, **kw: Any) -> Any:
+        rows = rows.limit(0) if table == "bpm_quarantine" else rows
+        return append(self, layer, table, rows, *args, **kw)
+
+    monkeypatch.setattr(LakeResource, "append", lossy)
+    produce(broker.bootstrap_servers, readings(200, 10))
+    reconciled = reconciliation(
+        dg.materialize(BPM_ASSETS, resources=resources, raise_on_error=False)
+    )
+    # The append took none of the run's one reject: the lookup finds it missing, and shows it.
+    assert not reconciled.passed and reconciled.metadata["offending_rows"].value == 1
+    sample = reconciled.metadata["sample"].value
+    assert "bpm_quarantine" in sample and base64.b64encode(b"{broken 200").decode() in sample
