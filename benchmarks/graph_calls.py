@@ -96,6 +96,40 @@ def follow_steps(log: CallLog) -> None:
     setattr(execute_plan, name, step_events)
 
 
+KINDS = {  # the client's call -> what it is on the server
+    "_execute_and_fetch": "execute",
+    "execute_command": "execute",
+    "_execute": "execute",
+    "_analyze": "analyze",
+    "config": "config",
+}
+
+
+def print_budget(log: CallLog) -> None:
+    """Each step's calls by kind (executes, analyses such as ``df.schema``, settings) and seconds,
+    dearest first, with the totals: the budget a step is held to."""
+    steps: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+    seconds: dict[str, float] = collections.defaultdict(float)
+    for (step, call, _), (count, spent) in log.calls.items():
+        steps[step][KINDS[call]] += int(count)
+        seconds[step] += spent
+    total = collections.Counter[str]()
+    for kinds in steps.values():
+        total.update(kinds)
+    print(
+        f"\nsecond graph: {sum(total.values())} calls ({total['execute']} executes, "
+        f"{total['analyze']} analyses, {total['config']} settings), "
+        f"{sum(seconds.values()):.1f} s in them"
+    )
+    print(f"  {'seconds':>8} {'execute':>7} {'analyze':>7} {'config':>6}  step")
+    for step in sorted(steps, key=lambda name: -seconds[name]):
+        kinds = steps[step]
+        print(
+            f"  {seconds[step]:8.1f} {kinds['execute']:7d} {kinds['analyze']:7d} "
+            f"{kinds['config']:6d}  {step}"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description="Where the sample graph's time goes.")
     parser.add_argument("--users", type=int, default=6)
@@ -139,15 +173,7 @@ def main() -> None:
             print(f"{graph} graph: {time.monotonic() - start:.1f} s", flush=True)
             resources["spark"].get_session().stop()
 
-    steps: dict[str, list[float]] = collections.defaultdict(lambda: [0, 0.0])
-    for (step, _, _), (count, seconds) in log.calls.items():
-        steps[step][0] += count
-        steps[step][1] += seconds
-    total = sum(seconds for _, seconds in steps.values())
-    calls = sum(count for count, _ in steps.values())
-    print(f"\nsecond graph: {calls:.0f} calls, {total:.1f} s in them")
-    for step, (count, seconds) in sorted(steps.items(), key=lambda item: -item[1][1]):
-        print(f"  {seconds:6.1f} s {count:4.0f} calls  {step}")
+    print_budget(log)
     print("\ncall sites by time (second graph):")
     ranked = sorted(log.calls.items(), key=lambda item: -item[1][1])[: args.sites]
     for (step, call, site), (count, seconds) in ranked:
