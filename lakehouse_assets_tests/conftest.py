@@ -49,9 +49,8 @@ INTERPRETED: dict[str, str] = {
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
 }
 # The session's server (and the UI path's) collects garbage with the parallel collector instead of
-# G1, the JDK's default, whose concurrent marking the server's growing heap keeps busy: the tests
-# of sources/ and silver/ took 0.93x and 0.96x the time, 0.87x and 0.91x the CPU (two pairs, one
-# in each order; docs/benchmarks.md).
+# G1, the JDK's default, whose concurrent marking the server's growing heap keeps busy (commit
+# d0c8dd3 has the figures).
 TEST_SERVER_JAVA = "-XX:+UseParallelGC"
 
 

@@ -43,8 +43,8 @@ class KafkaResource(dg.ConfigurableResource):
         default=15000, description="How long to try reaching the cluster before failing."
     )
     max_records_per_trigger: int = Field(
-        # 10,000,000 records on a warm server, 2 cores: 48.5-57.6 s in batches of 500,000,
-        # 30.6-39.9 s of 2,000,000, 29.0-29.5 s in one (docs/benchmarks.md).
+        # Each micro-batch pays about a second of planning, Delta's commit and checkpoint files:
+        # batches of millions keep that small beside the batch's own work (commit e4756c3).
         default=2_000_000,
         description="Upper bound of records per micro-batch (Spark's maxOffsetsPerTrigger): "
         "bounds a batch's work, and what a run killed in the middle of one does again.",

@@ -40,10 +40,8 @@ SERVER_DEFAULTS: dict[str, str] = {
 }
 # The JIT's optimizing tier (C2) takes a method after 8x the JDK's default calls and loop turns.
 # A server runs many short queries of different shapes: their planning code is warm, seldom hot,
-# and compiling it with C2 took 32% of the test server's CPU over 11 minutes (the JIT's two tiers
-# 38%). With these thresholds the demo's graph took 0.86x the CPU and 0.97x the wall (farm-bench,
-# 2 pairs), the tests of sources/ and silver/ 0.81x the server's CPU and 0.96x the wall
-# (docs/benchmarks.md). Code that is hot, a task's loop over many rows, reaches them in moments.
+# and compiling it with C2 took a third of the server's CPU (commit 3c83417 has the figures).
+# Code that is hot, a task's loop over many rows, reaches these thresholds in moments.
 LATE_C2_OPTIONS = (
     "-XX:Tier4InvocationThreshold=40000 -XX:Tier4MinInvocationThreshold=4800 "
     "-XX:Tier4CompileThreshold=120000 -XX:Tier4BackEdgeThreshold=320000"
