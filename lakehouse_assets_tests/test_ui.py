@@ -8,6 +8,7 @@ With LAKEHOUSE_UI_SCREENSHOT=<path> the test also saves the graph as a PNG (the 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import shutil
@@ -39,6 +40,7 @@ from lakehouse_assets_tests.silver.test_workout_bpm import (
     read,
     register,
 )
+from resources import ENV_DOCUMENTS_URL
 
 REPO_ROOT = Path(__file__).parents[1]
 # Without the background-networking switches Chromium keeps dialling Google on a closed network.
@@ -104,9 +106,16 @@ def dagster_dev(
         server.wait()
 
 
-@pytest.fixture
-def dagster_ui(tmp_path: Path) -> Iterator[str]:
-    with dagster_dev(tmp_path) as url:
+# A document store's URL with a password, as a user sets it: the UI must never show the password.
+DOCUMENTS_PASSWORD = "s3cret-Pw"
+DOCUMENTS_URL = f"postgresql://lake:{DOCUMENTS_PASSWORD}@127.0.0.1:5432/docs"
+
+
+@pytest.fixture(scope="module")
+def dagster_ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One `dagster dev` for the module's tests that only look."""
+    env = {ENV_DOCUMENTS_URL: DOCUMENTS_URL}
+    with dagster_dev(tmp_path_factory.mktemp("ui"), env=env) as url:
         yield url
 
 
@@ -204,6 +213,34 @@ def test_asset_graph_shows_every_bronze_silver_and_gold_asset(dagster_ui: str) -
 
     shown = sorted(name for label in labels for name in names if shows(label, name))
     assert shown == names, f"the graph shows {labels}"
+
+
+RESOURCE_QUERY = """query Resource($selector: ResourceSelector!) {
+  topLevelResourceDetailsOrError(resourceSelector: $selector) {
+    __typename
+    ... on ResourceDetails { configuredValues { key value type } }
+  }
+}"""
+
+
+def test_the_ui_shows_the_variable_of_a_credential_not_its_value(dagster_ui: str) -> None:
+    selector = {
+        "repositoryLocationName": "lakehouse_assets.definitions",
+        "repositoryName": "__repository__",
+        "resourceName": "documents",
+    }
+    body = json.dumps({"query": RESOURCE_QUERY, "variables": {"selector": selector}}).encode()
+    request = urllib.request.Request(
+        f"{dagster_ui}/graphql", body, {"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=60) as response:
+        answer = response.read().decode()
+    assert DOCUMENTS_PASSWORD not in answer
+    details = json.loads(answer)["data"]["topLevelResourceDetailsOrError"]
+    assert details["__typename"] == "ResourceDetails", answer
+    assert {"key": "url", "value": ENV_DOCUMENTS_URL, "type": "ENV_VAR"} in details[
+        "configuredValues"
+    ]
 
 
 def test_a_label_shows_a_name_whole_or_middle_truncated() -> None:

@@ -92,7 +92,8 @@ def spark_conf(environ: Mapping[str, str] | None = None) -> dict[str, str]:
 
 
 def build_resources(environ: dict[str, str] | None = None) -> dict[str, Any]:
-    """The resources for an environment, configured from its variables.
+    """The resources for an environment, configured from its variables. A variable that may hold
+    a credential is passed on as ``dg.EnvVar`` when it is the process's own (``_secret``).
 
     Args:
         environ: the variables to read; the process environment when None.
@@ -116,8 +117,19 @@ def build_resources(environ: dict[str, str] | None = None) -> dict[str, Any]:
         ),
         "lake": LakeResource(root=env.get(ENV_LAKEHOUSE_ROOT, "lake")),
         "calendar": CalendarResource(as_of_date=env.get(ENV_AS_OF_DATE) or None),
-        "documents": DocumentStoreResource(url=env.get(ENV_DOCUMENTS_URL) or None),
+        "documents": DocumentStoreResource(url=_secret(env, environ is None, ENV_DOCUMENTS_URL)),
     }
+
+
+def _secret(env: Mapping[str, str], from_process: bool, name: str) -> str | None:
+    """The value of variable ``name``, which may hold a credential (a URL's password): as
+    ``dg.EnvVar`` when it is the process's own, so that Dagster reads it when a run starts and
+    its UI shows the variable's name, never the value; None when unset."""
+    import dagster as dg
+
+    if not env.get(name):
+        return None
+    return dg.EnvVar(name) if from_process else env[name]
 
 
 @dataclass(frozen=True)
