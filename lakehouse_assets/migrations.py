@@ -59,7 +59,7 @@ from lakehouse_assets.constants import (
 )
 from lakehouse_assets.profiling.store import PROFILES
 from lakehouse_assets.silver.validation import joined_line
-from resources import LakeResource, checkpoints, delta
+from resources import LakeResource, checkpoints, delta, delta_log
 from resources.kafka import HEADERS_SQL_TYPE
 
 MIGRATE_COMMAND = "lakehouse migrate"
@@ -147,7 +147,7 @@ UPGRADES = (
 
 def _outdated(lake: LakeResource, upgrade: Upgrade) -> bool:
     snapshot = lake.find(upgrade.layer, upgrade.table)
-    return snapshot is not None and upgrade.outdated(delta.spark_schema(snapshot))
+    return snapshot is not None and upgrade.outdated(delta_log.spark_schema(snapshot))
 
 
 def pending(lake: LakeResource) -> list[Upgrade]:

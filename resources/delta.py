@@ -2,8 +2,7 @@
 feed. Merges are ``resources.delta_merge``. Every write runs on Spark's executors and commits
 through Delta's own transaction log; no table is written by another engine.
 
-delta-rs reads a table's log where no Spark is needed: whether it exists, its version, its
-transaction markers, its history and row count (sensors, checks, metadata).
+delta-rs reads a table's log where no Spark is needed: ``resources.delta_log``.
 
 Transaction markers ``{app id: version}`` make writes idempotent: a write carrying a marker the
 table already holds (at that version or later) is skipped by Delta itself, and a caller can ask
@@ -19,68 +18,22 @@ import contextlib
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-import pyarrow as pa
-from deltalake import DeltaTable
-from deltalake.exceptions import TableNotFoundError
 from pyspark.sql import DataFrame, DataFrameWriter, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import ArrayType, DataType, MapType, StringType, StructType
 
-from resources.object_store import delta_rs_options, hadoop_uri
+from resources.delta_log import Markers, unheld
+from resources.object_store import hadoop_uri
 
 CHANGE_TYPE = "_change_type"  # the change data feed's column naming the kind of change
 INSERTED = ("insert", "update_postimage")  # change types that carry a row's new content
 FEED_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
 
-Markers = Mapping[str, int]  # transaction markers {app id: version}
-Options = Mapping[str, str]  # object-store options of delta-rs
 PartitionFilters = list[tuple[str, str, Any]]  # [(column, op, value)], op: = != < <= > >= in
-
-# The operation metric counting the rows a data commit took, by Delta's name of its operation.
-WRITTEN_ROWS = {"MERGE": "numSourceRows", "WRITE": "numOutputRows"}
 
 # Delta's session settings naming the marker of the next SQL write (MERGE, DELETE).
 TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
 TXN_VERSION = "spark.databricks.delta.write.txnVersion"
-
-
-def find(uri: str, options: Options | None = None) -> DeltaTable | None:
-    """The table's latest snapshot (its log, read by delta-rs), or None before it exists.
-    ``options`` add to the storage options that ``object_store`` derives from the variables."""
-    try:
-        return DeltaTable(uri, storage_options={**delta_rs_options(), **(options or {})})
-    except TableNotFoundError:
-        return None
-
-
-def rows_written(delta: DeltaTable, after_version: int | None) -> int | None:
-    """The rows the first data commit after ``after_version`` (every version when None) took, by
-    the operation metrics Delta recorded in it: a merge's source rows, a write's rows. None when
-    no such commit follows (the write was skipped). Maintenance (OPTIMIZE, VACUUM) and schema
-    changes are not data commits; the marker commits that follow a write come after it."""
-    newest = delta.version()
-    first = -1 if after_version is None else after_version
-    if newest <= first:
-        return None
-    for commit in reversed(delta.history(newest - first)):  # oldest first
-        if commit.get("version", first + 1) <= first:
-            continue
-        metric = WRITTEN_ROWS.get(str(commit.get("operation")))
-        if metric is not None:
-            return int((commit.get("operationMetrics") or {}).get(metric, 0))
-    return None
-
-
-def spark_schema(delta: DeltaTable) -> StructType:
-    """The table's schema as Spark's, from its log."""
-    return from_arrow_schema(pa.schema(delta.schema()))
-
-
-def row_count(delta: DeltaTable) -> int:
-    """Rows in the snapshot, from the files' statistics (no data read)."""
-    actions = pa.table(delta.get_add_actions(flatten=True))
-    return sum(count or 0 for count in actions["num_records"].to_pylist())
 
 
 def quoted(name: str) -> str:
@@ -270,17 +223,6 @@ def replace(
         writer = writer.option("replaceWhere", predicate(partitions))
     writer.save(hadoop_uri(uri))
     commit_markers(frame.sparkSession, uri, missing, skip_first=True)
-
-
-def unheld(uri: str, markers: Markers | None) -> dict[str, int]:
-    """The ``markers`` the table at ``uri`` does not hold yet (all before it exists)."""
-    snapshot = find(uri)
-    missing = {}
-    for app_id, version in (markers or {}).items():
-        held = snapshot.transaction_version(app_id) if snapshot else None
-        if held is None or held < version:
-            missing[app_id] = version
-    return missing
 
 
 def commit_markers(

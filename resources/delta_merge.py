@@ -15,15 +15,14 @@ from resources.delta import (
     append,
     commit_markers,
     ddl,
-    find,
     literal,
     marker_settings,
     plain_strings,
     quoted,
     session_settings,
     table_name,
-    unheld,
 )
+from resources.delta_log import find, unheld
 from resources.object_store import hadoop_uri
 
 

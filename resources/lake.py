@@ -1,6 +1,7 @@
 """The lake resource: where the Delta tables live (``<root>/<layer>/<table>``), and the calls that
 need that configuration. The Delta I/O itself is ``resources.delta``: Delta Lake for Spark reads
-and writes every table; delta-rs reads their logs where no Spark is needed.
+and writes every table; delta-rs reads their logs where no Spark is needed
+(``resources.delta_log``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pydantic import Field
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from resources import delta, delta_merge, files, object_store
+from resources import delta, delta_log, delta_merge, files, object_store
 from resources.delta import Markers, PartitionFilters
 from resources.object_store import hadoop_uri
 
@@ -92,7 +93,7 @@ class LakeResource(dg.ConfigurableResource):
     # ----- the log -----------------------------------------------------------------------------
     def find(self, layer: str, table: str) -> DeltaTable | None:
         """The table's latest snapshot, or None before the table exists (one log read)."""
-        return delta.find(self.table_uri(layer, table), self.storage_options)
+        return delta_log.find(self.table_uri(layer, table), self.storage_options)
 
     def table(self, layer: str, table: str) -> DeltaTable:
         """The table's latest snapshot.
@@ -139,14 +140,14 @@ class LakeResource(dg.ConfigurableResource):
 
     def rows_written(self, layer: str, table: str, after_version: int | None) -> int | None:
         """The rows the first data commit after ``after_version`` took (a merge's source rows, an
-        append's rows), from the log; None when none follows (``resources.delta.rows_written``)."""
+        append's rows), from the log; None when none follows (``delta_log.rows_written``)."""
         snapshot = self.find(layer, table)
-        return delta.rows_written(snapshot, after_version) if snapshot else None
+        return delta_log.rows_written(snapshot, after_version) if snapshot else None
 
     def row_count(self, layer: str, table: str) -> int:
         """Rows in the table's current snapshot, from the file statistics (no data read)."""
         snapshot = self.find(layer, table)
-        return delta.row_count(snapshot) if snapshot else 0
+        return delta_log.row_count(snapshot) if snapshot else 0
 
     def table_metadata(
         self, layer: str, table: str, snapshot: DeltaTable | None = None
@@ -155,7 +156,7 @@ class LakeResource(dg.ConfigurableResource):
         ``snapshot`` when given, else of the table's current snapshot)."""
         snapshot = snapshot or self.find(layer, table)
         return {
-            "dagster/row_count": delta.row_count(snapshot) if snapshot else 0,
+            "dagster/row_count": delta_log.row_count(snapshot) if snapshot else 0,
             "dagster/table_name": f"{layer}.{table}",
             "dagster/storage_kind": "delta",
             "table_uri": dg.MetadataValue.path(self.table_uri(layer, table)),

@@ -16,7 +16,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame
 
-from resources import delta
+from resources import delta_log
 from resources.object_store import hadoop_uri
 
 STREAM_WRITE = "STREAMING UPDATE"  # the operation of a commit of Delta's streaming sink
@@ -46,7 +46,7 @@ def run_available_now(
         pyspark.errors.StreamingQueryException: a batch failed; the checkpoint keeps the offsets
             of the failed batch, so the next run retries it.
     """
-    before = delta.find(table_uri)
+    before = delta_log.find(table_uri)
     writer = (
         stream_df.writeStream.format("delta")
         .queryName(stream)
@@ -59,7 +59,7 @@ def run_available_now(
     query = writer.start(hadoop_uri(table_uri))
     query.awaitTermination()
     query_id = str(query.id)
-    after = delta.find(table_uri)
+    after = delta_log.find(table_uri)
     new_commits = (after.version() if after else -1) - (before.version() if before else -1)
     run = StreamRun()
     for commit in reversed(after.history(new_commits) if after and new_commits > 0 else []):

@@ -31,7 +31,7 @@ from lakehouse_assets.profiling.model import ProfileOptions, TableProfile
 from lakehouse_assets.profiling.passes import GROUP
 from lakehouse_assets.profiling.report import profile_metadata, profile_rows
 from lakehouse_assets.profiling.transforms import profile, profile_of_states, states
-from resources import LakeResource, delta
+from resources import LakeResource, delta, delta_log
 
 ENV_PROFILE = "LAKEHOUSE_PROFILE"
 PROFILE_MODES = ("materialization", "schedule", "off")
@@ -79,7 +79,7 @@ def take_profile(
     # the version whose files the partitions' fingerprints name, whatever is committed meanwhile
     rows = delta.read(spark, lake.table_uri(layer, table), version=snapshot.version())
     columns = snapshot.metadata().partition_columns
-    if len(columns) == 1 and delta.row_count(snapshot) >= max(states_from_rows, 1):
+    if len(columns) == 1 and delta_log.row_count(snapshot) >= max(states_from_rows, 1):
         states_name = profiles_table(layer, table) + STATES_SUFFIX
         taken = _by_partitions(lake, spark, snapshot, states_name, rows, columns[0], options)
     else:

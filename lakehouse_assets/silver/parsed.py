@@ -48,6 +48,7 @@ from lakehouse_assets.migrations import require_current
 from lakehouse_assets.partitions import silver_automation
 from lakehouse_assets.profiling.store import profile_after_write
 from lakehouse_assets.silver import transforms
+from lakehouse_assets.silver.accounting import accounted_by_the_writes, merged_batch
 from lakehouse_assets.silver.incremental import (
     SILVER_KINDS,
     SilverConfig,
@@ -132,60 +133,6 @@ def keys_missing(lake: LakeResource, spark: SparkSession, spec: ParsedTable) -> 
     expected = _all_rows(spec, spec.parse(lake.read(spark, BRONZE, spec.source)))
     held = lake.read(spark, SILVER, spec.table).select(*spec.keys)
     return expected.select(*spec.keys).join(held, list(spec.keys), "left_anti").count()
-
-
-@dataclass(frozen=True)
-class MergedBatch:
-    """What a run merged: its rows' days (None for a table not laid out by days), how many rows,
-    how many of them deletes (``from_history``), and the table's version before the run's writes
-    (None: the merge created it). Counted in one query over the rows."""
-
-    days: list[str] | None
-    rows: int
-    deletes: int
-    table_before: int | None
-
-    @property
-    def expected_written(self) -> int:
-        """The rows the merge's commit records: its source rows (``numSourceRows``), or the
-        rows it inserted when it created the table (an append: the deletes are not written)."""
-        return self.rows if self.table_before is not None else self.rows - self.deletes
-
-
-def _merged_batch(spec: ParsedTable, rows: DataFrame, table_before: int | None) -> MergedBatch:
-    deleted = F.col("deleted") if spec.from_history else F.lit(False)
-    by_day = [DATE] if layout(spec.table) else []
-    counted = rows.groupBy(*by_day).agg(
-        F.count(F.lit(1)).alias("rows"), F.count_if(deleted).alias("deletes")
-    )
-    summary = counted.collect()
-    days = sorted(r[DATE].isoformat() for r in summary if r[DATE]) if by_day else None
-    return MergedBatch(
-        days=days,
-        rows=sum(r["rows"] for r in summary),
-        deletes=sum(r["deletes"] for r in summary),
-        table_before=table_before,
-    )
-
-
-def _accounted_by_the_writes(
-    lake: LakeResource,
-    spec: ParsedTable,
-    merged: MergedBatch | None,
-    rejected: int,
-    quarantine_before: int | None,
-) -> bool:
-    """Whether the run's own commits took every row it handed them, by their operation metrics
-    (no query): the merge every row of ``merged``, the quarantine's append each of the
-    ``rejected``. (Every record read is either valid or rejected: ``validation``.)"""
-    if merged is None:
-        return False
-    taken = lake.rows_written(SILVER, spec.table, merged.table_before)
-    if taken != merged.expected_written:
-        return False
-    return not rejected or (
-        lake.rows_written(SILVER, spec.quarantine_table, quarantine_before) == rejected
-    )
 
 
 def _reconcile(
@@ -279,7 +226,9 @@ def parsed_table_asset(spec: ParsedTable) -> dg.AssetsDefinition:
         if not config.full_refresh and (fresh or not lake.exists(SILVER, spec.table)):
             # Computed before the merge: it may read the rows the merge replaces.
             rows = _rows_to_merge(lake, session, spec, parsed).localCheckpoint()
-            merged = _merged_batch(spec, rows, lake.version(SILVER, spec.table))
+            merged = merged_batch(
+                rows, spec.table, spec.from_history, lake.version(SILVER, spec.table)
+            )
             delete_flag = "deleted" if spec.from_history else None
             lake.merge(
                 SILVER,
@@ -293,10 +242,19 @@ def parsed_table_asset(spec: ParsedTable) -> dg.AssetsDefinition:
             )
         # The days the merge wrote (its rows' own: a key's day is its row's); None: every day.
         days = merged.days if merged is not None else None
-        if read and _accounted_by_the_writes(lake, spec, merged, quarantined, quarantine_before):
-            reconciled = Outcome(RECONCILED_WITH_BRONZE, 0, [])
-        else:  # looked up in the tables: which records are missing, and where
-            reconciled = _reconcile(lake, session, spec, parsed, read, rows, days)
+        accounted = (
+            read > 0
+            and merged is not None
+            and accounted_by_the_writes(
+                lake, spec.table, spec.quarantine_table, merged, quarantined, quarantine_before
+            )
+        )
+        # Else looked up in the tables: which records are missing, and where.
+        reconciled = (
+            Outcome(RECONCILED_WITH_BRONZE, 0, [])
+            if accounted
+            else _reconcile(lake, session, spec, parsed, read, rows, days)
+        )
         days_written = [(DATE, "in", days)] if days is not None else None
         written = checked_days(context, table_key, days_written)
         yield dg.MaterializeResult(

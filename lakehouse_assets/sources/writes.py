@@ -16,7 +16,7 @@ from lakehouse_assets.sources.declarations import SourceDeclaration
 from lakehouse_assets.sources.reader import DELETED, ORDER_KIND, SEQUENCE, SKIPPED
 from lakehouse_assets.sources.schema import Schema
 from resources import LakeResource
-from resources.delta import Markers, spark_schema
+from resources.delta_log import Markers, spark_schema
 from resources.spark import cached
 
 
