@@ -29,19 +29,36 @@ def following(
     """``root`` and the assets after it that its run materializes, in the graph's order: those
     with an automation condition, unpartitioned or partitioned by day (as gold), each of whose
     upstream assets is in the run or ``ready`` (materialized, its blocking checks passed). An
-    asset with an upstream that is not waits for automation, which waits for that upstream."""
-    chain = [root]
-    for key in graph.toposorted_asset_keys:
-        node = graph.get(key)
-        if (
-            key != root
-            and node.automation_condition is not None
-            and node.partitions_def in (None, daily_partitions)
-            and any(parent in chain for parent in node.parent_keys)
-            and all(parent in chain or ready(parent) for parent in node.parent_keys)
-        ):
-            chain.append(key)
-    return chain
+    asset with an upstream that is not waits for automation, which waits for that upstream; so
+    does one whose step writes other assets the run would not take whole (a router that also
+    reads another stream)."""
+    left_out: set[dg.AssetKey] = set()
+    while True:
+        chain = [root]
+        for key in graph.toposorted_asset_keys:
+            node = graph.get(key)
+            if (
+                key != root
+                and key not in left_out
+                and node.automation_condition is not None
+                and node.partitions_def in (None, daily_partitions)
+                and any(parent in chain for parent in node.parent_keys)
+                and all(parent in chain or ready(parent) for parent in node.parent_keys)
+            ):
+                chain.append(key)
+        partial = {
+            key
+            for key in chain[1:]
+            if not {
+                k
+                for k in graph.get_execution_set_asset_and_check_keys(key)
+                if isinstance(k, dg.AssetKey)
+            }
+            <= set(chain)
+        }
+        if not partial:
+            return chain
+        left_out |= partial
 
 
 def automation_window(lookback: timedelta = GOLD_AUTOMATION_LOOKBACK) -> tuple[str, str] | None:

@@ -24,11 +24,11 @@ from lakehouse_assets.checks.freshness import (
     landing_waiting,
 )
 from lakehouse_assets.constants import BRONZE, KAFKA_TOPICS, LANDING_COLUMNS, asset_key, stream_name
+from lakehouse_assets.partitions import STREAM_TAG
 from lakehouse_assets.sensors.chain import chain_request
 from resources import KafkaResource, LakeResource, SensorSettings, sensor_settings
 from resources.streaming import STREAM_WRITE
 
-STREAM_TAG = "lakehouse/stream"
 IN_PROGRESS = [
     dg.DagsterRunStatus.QUEUED,
     dg.DagsterRunStatus.NOT_STARTED,
