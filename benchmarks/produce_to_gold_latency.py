@@ -95,6 +95,21 @@ def start_daemon(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
         )
 
 
+def wait_for_runs(home: Path, timeout_s: float = 180) -> None:
+    """Until no run has a worker (the daemon stopped: no queued run starts), so that each ends on
+    the server rather than waiting for a server that stopped, with the daemon's code server."""
+    import dagster as dg
+
+    running = [dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED]
+    deadline = time.monotonic() + timeout_s
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        while instance.get_run_records(dg.RunsFilter(statuses=running), limit=1):
+            if time.monotonic() > deadline:
+                print(f"runs still in progress after {timeout_s:.0f} s", file=sys.stderr)
+                return
+            time.sleep(1)
+
+
 def measure(servers: str, lake_root: Path, samples: int, timeout_s: float) -> list[float]:
     latencies = []
     for sample in range(samples):
@@ -145,6 +160,7 @@ def main() -> None:
             producer.join()
             daemon.terminate()
             daemon.wait(timeout=60)
+            wait_for_runs(home)
     print(
         f"\nproduce-to-gold latency over {len(latencies)} samples (sensor interval "
         f"{args.interval} s): median {statistics.median(latencies):.1f} s, "
