@@ -80,6 +80,14 @@ def stream_name(layer: str, table: str) -> str:
     return f"lakehouse-{layer}-{table}"
 
 
+def writer_pool(layer: str, table: str) -> str:
+    """The Dagster pool of the step that writes a table: pools hold one step at a time
+    (``default_limit: 1`` in dagster.yaml), so two runs that both select a table (two streams'
+    runs meeting downstream) write it one after the other. A bronze table's pool is its stream's
+    name, which also keeps one run at a time on its checkpoint."""
+    return stream_name(layer, table)
+
+
 def consumer_app_id(table: str, upstream: tuple[str, str]) -> str:
     """The transaction app id under which ``silver.<table>`` records the version of ``upstream``
     (layer, table) it has consumed."""

@@ -36,9 +36,20 @@ daily_partitions = dg.DailyPartitionsDefinition(
 handled_by_request = (
     dg.AutomationCondition.newly_requested() | dg.AutomationCondition.initial_evaluation()
 ).with_label("handled by a request")
+# A stream sensor's run selects the tables that follow its bronze table (sensors/chain.py), and
+# Dagster's any_deps_updated leaves out an upstream write made by a run that selected the asset,
+# though the run may have ended before the asset's step (cancelled, its worker killed past its
+# retries): the asset's failure in such a run is then a reason of its own to run. Only a stream
+# run's: a run automation launched and that failed is not retried by automation again.
+STREAM_TAG = "lakehouse/stream"
+failed_in_a_stream_run = (
+    dg.AutomationCondition.execution_failed().newly_true()
+    & dg.AutomationCondition.executed_with_tags(tag_keys={STREAM_TAG})
+).with_label("failed in a stream's run")
 eager = (
     dg.AutomationCondition.eager()
     .replace("handled", handled_by_request)
+    .replace("any_deps_updated", dg.AutomationCondition.any_deps_updated() | failed_in_a_stream_run)
     .with_label("eager, until requested")
 )
 

@@ -35,14 +35,25 @@ from resources import CalendarResource
 ASSETS = {key: asset for asset in all_assets for key in asset.keys}
 
 
-def tick_stream_sensors(instance: dg.DagsterInstance, resources: dict[str, Any]) -> int:
-    """Evaluate every stream sensor once and run what it requests; returns the runs."""
+def tick_stream_sensors(
+    instance: dg.DagsterInstance, resources: dict[str, Any], raise_on_error: bool = True
+) -> int:
+    """Evaluate every stream sensor once, in the code location (whose asset graph its run
+    follows), and launch what it requests as the daemon does (a run of the asset job with the
+    request's selection and tags, which automation reads); returns the runs."""
     runs = 0
+    definitions = dg.Definitions(assets=all_assets, sensors=stream_sensors, resources=resources)
+    job = definitions.resolve_implicit_global_asset_job_def()
     for sensor in stream_sensors:
-        result = sensor(dg.build_sensor_context(instance=instance, resources=resources))
+        context = dg.build_sensor_context(
+            instance=instance, resources=resources, definitions=definitions
+        )
+        result = sensor(context)
         for request in result.run_requests if isinstance(result, dg.SensorResult) else []:
-            selected = [ASSETS[key] for key in request.asset_selection or []]
-            dg.materialize(selected, instance=instance, resources=resources, tags=request.tags)
+            job.execute_in_process(
+                instance=instance, asset_selection=request.asset_selection, tags=request.tags,
+                raise_on_error=raise_on_error,
+            )  # fmt: skip
             runs += 1
     return runs
 
@@ -123,15 +134,15 @@ def assert_blocked_by_an_implausible_reading(
     today: date,
 ) -> None:
     """silver/heart_rate takes a reading of 300 bpm and its blocking check fails: workout_bpm
-    (and so gold) does not follow, neither in the same run nor in later automation ticks."""
+    (and so gold) does not follow, neither in the stream's run, nor in a later stream's run
+    whose way passes it, nor in automation's ticks."""
     heart_rate, workout_bpm = asset_key(SILVER, HEART_RATE), asset_key(SILVER, WORKOUT_BPM)
     check = dg.AssetCheckKey(heart_rate, "heartrate_plausible")
     before = instance.get_latest_materialization_event(workout_bpm)
     produce_implausible_reading(broker, today, hour=12)
-    assert tick_stream_sensors(instance, resources) == 1
-    daemon.raise_on_error = False  # the heart-rate step fails on its blocking check
-    daemon.tick()  # one run for heart_rate and, downstream of it, workout_bpm...
-    assert workout_bpm in daemon.requested
+    # One run for bronze, heart_rate and, downstream of it, workout_bpm and gold...
+    assert tick_stream_sensors(instance, resources, raise_on_error=False) == 1
+    assert daemon.tick() == 0  # ...which left automation nothing to do
     latest = instance.event_log_storage.get_latest_asset_check_execution_by_key([check])[check]
     assert latest.status.value == "FAILED"
     updated = instance.get_latest_materialization_event(heart_rate)
@@ -171,8 +182,9 @@ def test_new_data_reaches_gold_by_itself(
         monkeypatch.setenv(ENV_PROFILE, "materialization")  # for the data's runs (Spark jobs)
         sample_data.write_landing(lake_root, sample.files)
         sample_data.produce(broker.bootstrap_servers, sample.messages)
-        assert tick_stream_sensors(instance, resources) == 5  # 3 topics, 2 landing folders
-        assert daemon.tick_until_quiet() >= 2  # silver first, then what follows it
+        # 3 topics, 2 landing folders: each run takes its records from bronze to gold...
+        assert tick_stream_sensors(instance, resources) == 5
+        assert daemon.tick() == 0  # ...and leaves automation nothing to run again
         assert tick_stream_sensors(instance, resources) == 0
         assert_profiled(instance, asset_key(GOLD, WORKOUT_BPM_SUMMARY), "num_recordings")
         monkeypatch.setenv(ENV_PROFILE, "off")

@@ -87,6 +87,24 @@ def test_each_declared_source_becomes_assets_a_lag_sensor_and_maintained_tables(
     }  # fmt: skip
 
 
+def test_every_table_has_one_writer_at_a_time() -> None:
+    """Each step is in the pool ``lakehouse-<layer>-<table>`` of the table it writes (a router,
+    of the source whose ``<source>_...`` tables it writes); dagster.yaml limits a pool to one
+    step at a time. The fitness pipeline's and the declared sources' alike."""
+    sources, _ = load_declarations(EXAMPLES)
+    built = lakehouse_definitions(sources)
+    pools: dict[str, str] = {}
+    for asset in built.assets or ():
+        if not isinstance(asset, dg.AssetsDefinition):  # a spec: a view Dagster does not run
+            continue
+        layer, _, table = (asset.op.pool or "").removeprefix("lakehouse-").partition("-")
+        tables = {key.path[-1] for key in asset.keys}
+        assert {key.path[0] for key in asset.keys} == {layer}, asset.op.pool
+        assert table in tables or all(t.startswith(f"{table}_") for t in tables), asset.op.pool
+        assert pools.setdefault(asset.op.pool, asset.op.name) == asset.op.name  # one step each
+    assert "lakehouse-silver-workout_bpm" in pools and "lakehouse-gold-gym_summary" in pools
+
+
 def test_a_route_by_type_source_has_a_partition_per_routed_table_and_streams_for_locations() -> (
     None
 ):

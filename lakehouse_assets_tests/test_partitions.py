@@ -76,3 +76,59 @@ def test_a_run_that_lands_with_no_upstream_write_since_is_not_followed_by_anothe
 ) -> None:
     ticks.write(follower)
     assert ticks.requested() == 0
+
+
+FAILING = {"follower": False}
+
+
+@dg.asset(deps=[upstream], automation_condition=silver_automation)
+def failing_follower() -> None:
+    if FAILING["follower"]:
+        raise RuntimeError("the step did not write")
+
+
+def _run(instance: dg.DagsterInstance, tags: dict[str, str]) -> None:
+    """One run selecting both assets, as a stream sensor's run does (its selection recorded)."""
+    job = dg.Definitions(
+        assets=[upstream, failing_follower]
+    ).resolve_implicit_global_asset_job_def()
+    job.execute_in_process(
+        instance=instance,
+        asset_selection=[upstream.key, failing_follower.key],
+        tags=tags,
+        raise_on_error=False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("tags", "expected"), [({"lakehouse/stream": "lakehouse-bronze-x"}, 1), ({}, 0)]
+)
+def test_a_table_a_stream_run_wrote_upstream_of_but_failed_to_write_gets_a_run(
+    tags: dict[str, str], expected: int
+) -> None:
+    """A run that wrote the upstream and failed at the table (cancelled, or its worker killed
+    past its retries): Dagster's eager ignores that upstream write (the run selected the table);
+    for a stream's run the failure brings a run of its own, once. A run with no stream tag
+    (launched by automation itself) is not retried by automation."""
+    instance = dg.DagsterInstance.ephemeral()
+    cursor = None
+
+    def requested() -> int:
+        nonlocal cursor
+        result = dg.evaluate_automation_conditions(
+            defs=[upstream, failing_follower], instance=instance, cursor=cursor
+        )
+        cursor = result.cursor
+        return result.get_num_requested(failing_follower.key)
+
+    assert requested() == 0
+    FAILING["follower"] = False
+    _run(instance, tags)  # both written, in one run: nothing left to do
+    assert requested() == 0
+    FAILING["follower"] = True
+    try:
+        _run(instance, tags)  # upstream written, the table not
+    finally:
+        FAILING["follower"] = False
+    assert requested() == expected
+    assert requested() == 0  # once

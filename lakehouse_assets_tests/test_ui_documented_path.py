@@ -2,8 +2,8 @@
 embedded broker, `lakehouse produce-sample`, then `lakehouse dev` (what `make dev` runs) with the
 daemon left to run by itself, on a Spark Connect server of the test's own (beside the main suite;
 one that `lakehouse dev` starts would outlive the SIGKILL that ends it here): the sensors launch
-bronze's runs and the automation follows with silver. Then, in headless Chromium: bronze's page
-shows the row count of its run, and a sensor's latest tick says why it launched nothing.
+bronze's runs, which take silver with them. Then, in headless Chromium: bronze's page shows the
+row count of its run, and a sensor's latest tick says why it launched nothing.
 
 (The daemon's automation on to gold is the fault matrix's, on `lakehouse up`; a table page's
 column descriptions and profile are test_ui's.)
@@ -26,6 +26,7 @@ from playwright.sync_api import expect, sync_playwright
 from lakehouse_assets import sample_data
 from lakehouse_assets.constants import BRONZE, HEART_RATE, SILVER, TOPIC_BPM, asset_key
 from lakehouse_assets.devtools.broker import EmbeddedBroker
+from lakehouse_assets.sensors.streams import runs_in_progress
 from lakehouse_assets_tests.conftest import connect_server
 from lakehouse_assets_tests.test_ui import CHROMIUM_ARGS, REPO_ROOT, dagster_dev, dismiss_dialog
 from resources import ENV_SPARK_REMOTE
@@ -34,6 +35,7 @@ BPM_KEY, HEART_RATE_KEY = asset_key(BRONZE, TOPIC_BPM), asset_key(SILVER, HEART_
 LAKEHOUSE = str(Path(sys.executable).parent / "lakehouse")
 USERS, DAYS = 4, 2  # `produce-sample --users 4` (its default two days)
 WAIT_S = 600
+SENSOR_INTERVAL_S = 5
 
 
 def row_count(home: Path, key: dg.AssetKey) -> int | None:
@@ -43,6 +45,17 @@ def row_count(home: Path, key: dg.AssetKey) -> int | None:
     materialization = event.asset_materialization if event else None
     count = materialization.metadata.get("dagster/row_count") if materialization else None
     return int(count.value) if count else None  # type: ignore[arg-type]
+
+
+def wait_for_runs(home: Path, key: dg.AssetKey) -> None:
+    """Until no run that materializes ``key`` is queued or in progress."""
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline:
+        with dg.DagsterInstance.from_config(str(home)) as instance:
+            if not runs_in_progress(instance, key):
+                return
+        time.sleep(1)
+    raise TimeoutError(f"a run of {key.to_user_string()} still in progress after {WAIT_S} s")
 
 
 def wait_for_materialization(home: Path, key: dg.AssetKey, log: Path) -> int:
@@ -71,7 +84,7 @@ def test_the_documented_path_runs_bronze_then_silver_by_itself_and_shows_rows_an
             "KAFKA_BOOTSTRAP_SERVERS": broker.bootstrap_servers,
             "LAKEHOUSE_ROOT": str(lake),
             "LAKEHOUSE_AS_OF_DATE": today.isoformat(),
-            "LAKEHOUSE_SENSOR_INTERVAL_S": "5",
+            "LAKEHOUSE_SENSOR_INTERVAL_S": str(SENSOR_INTERVAL_S),
         }
         produced = subprocess.run(
             [LAKEHOUSE, "produce-sample", "--users", str(USERS)],
@@ -80,8 +93,10 @@ def test_the_documented_path_runs_bronze_then_silver_by_itself_and_shows_rows_an
         assert produced.returncode == 0, produced.stderr
         assert "landing files" in produced.stdout
         with dagster_dev(tmp_path, run=True, env=env) as url:
-            assert wait_for_materialization(home, HEART_RATE_KEY, log) > 0  # automation's run
-            assert row_count(home, BPM_KEY) == bpm_records  # the sensor's run read them all
+            assert wait_for_materialization(home, HEART_RATE_KEY, log) > 0  # the sensor's run
+            assert row_count(home, BPM_KEY) == bpm_records  # which read them all
+            wait_for_runs(home, BPM_KEY)
+            time.sleep(3 * SENSOR_INTERVAL_S)  # two ticks after it, at least: both caught up
             with sync_playwright() as playwright:
                 browser = playwright.chromium.launch(
                     executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS

@@ -33,6 +33,7 @@ from lakehouse_assets.constants import (
     WORKOUT_BPM_SUMMARY,
     asset_key,
     asset_tags,
+    writer_pool,
 )
 from lakehouse_assets.gold import transforms
 from lakehouse_assets.gold.transforms import GOLD_PARTITION
@@ -103,6 +104,7 @@ def _gold_asset(table: str, transform: Callable[..., DataFrame]) -> dict[str, An
     key = asset_key(GOLD, table)
     return {
         "key": key,
+        "pool": writer_pool(GOLD, table),
         "partitions_def": daily_partitions,
         "backfill_policy": dg.BackfillPolicy.single_run(),
         "group_name": GOLD,

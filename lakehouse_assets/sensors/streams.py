@@ -24,10 +24,11 @@ from lakehouse_assets.checks.freshness import (
     landing_waiting,
 )
 from lakehouse_assets.constants import BRONZE, KAFKA_TOPICS, LANDING_COLUMNS, asset_key, stream_name
+from lakehouse_assets.partitions import STREAM_TAG
+from lakehouse_assets.sensors.chain import chain_request
 from resources import KafkaResource, LakeResource, SensorSettings, sensor_settings
 from resources.streaming import STREAM_WRITE
 
-STREAM_TAG = "lakehouse/stream"
 IN_PROGRESS = [
     dg.DagsterRunStatus.QUEUED,
     dg.DagsterRunStatus.NOT_STARTED,
@@ -118,8 +119,9 @@ def landing_decision(
     return Decision(True, f"{backlog}: launching {stream}.")
 
 
-def _request(key: dg.AssetKey, stream: str) -> dg.RunRequest:
-    return dg.RunRequest(asset_selection=[key], tags={STREAM_TAG: stream})
+def _request(context: dg.SensorEvaluationContext, key: dg.AssetKey, stream: str) -> dg.RunRequest:
+    """A run of the stream and of the tables that follow it (``chain_request``)."""
+    return chain_request(context, key, {STREAM_TAG: stream})
 
 
 def _first_run(
@@ -132,7 +134,7 @@ def _first_run(
         context.log.info(reason)
         return dg.SensorResult(skip_reason=reason)
     context.log.info(f"{key.to_user_string()} does not exist yet: launching {stream}")
-    return dg.SensorResult(run_requests=[_request(key, stream)])
+    return dg.SensorResult(run_requests=[_request(context, key, stream)])
 
 
 def unreported_write(history: Sequence[Mapping[str, Any]], recorded: str | None) -> int | None:
@@ -174,7 +176,7 @@ def _record_run(
         "to record it, so that the tables downstream follow."
     )
     context.log.info(reason)
-    return dg.SensorResult(run_requests=[_request(key, stream)])
+    return dg.SensorResult(run_requests=[_request(context, key, stream)])
 
 
 def reported_lately(cursor: str | None, state: Mapping[str, Any], now: float) -> bool:
@@ -209,7 +211,7 @@ def _result(
         cursor = json.dumps({"state": state, "at": now})
     if decision.launch:
         return dg.SensorResult(
-            run_requests=[_request(key, stream)], asset_events=list(events), cursor=cursor
+            run_requests=[_request(context, key, stream)], asset_events=list(events), cursor=cursor
         )
     return dg.SensorResult(skip_reason=decision.reason, asset_events=list(events), cursor=cursor)
 
@@ -240,7 +242,7 @@ def kafka_lag_sensor(
 
     @dg.sensor(
         name=f"{table}_kafka_lag",
-        asset_selection=[key],
+        asset_selection=dg.AssetSelection.assets(key).downstream(),
         minimum_interval_seconds=settings.interval_s,
         default_status=dg.DefaultSensorStatus.RUNNING,
         description=f"Runs {stream} when its Kafka lag exceeds {settings.lag_threshold} records "
@@ -268,7 +270,7 @@ def landing_sensor(source: str, settings: SensorSettings) -> dg.SensorDefinition
 
     @dg.sensor(
         name=f"{source}_landing_files",
-        asset_selection=[key],
+        asset_selection=dg.AssetSelection.assets(key).downstream(),
         minimum_interval_seconds=settings.interval_s,
         default_status=dg.DefaultSensorStatus.RUNNING,
         description=f"Runs {stream} when new files arrive in landing/{source}/.",

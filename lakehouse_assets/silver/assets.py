@@ -31,6 +31,7 @@ from lakehouse_assets.constants import (
     WORKOUTS,
     asset_key,
     consumer_app_id,
+    writer_pool,
 )
 from lakehouse_assets.profiling.store import profile_after_write
 from lakehouse_assets.silver import transforms
@@ -46,6 +47,7 @@ WORKOUT_BPM_UPSTREAM = [asset_key(SILVER, t) for t in (COMPLETED_WORKOUTS, HEART
 
 @dg.asset(
     key=asset_key(SILVER, COMPLETED_WORKOUTS),
+    pool=writer_pool(SILVER, COMPLETED_WORKOUTS),
     deps=[asset_key(SILVER, WORKOUTS)],
     check_specs=[
         *table_check_specs(SILVER, COMPLETED_WORKOUTS),
@@ -142,6 +144,7 @@ def _reconcile_readings(
 
 @dg.asset(
     key=asset_key(SILVER, WORKOUT_BPM),
+    pool=writer_pool(SILVER, WORKOUT_BPM),
     deps=WORKOUT_BPM_UPSTREAM,
     check_specs=[
         *table_check_specs(SILVER, WORKOUT_BPM),
@@ -226,6 +229,7 @@ def workout_bpm(
 
 @dg.asset(
     key=asset_key(SILVER, USER_BINS),
+    pool=writer_pool(SILVER, USER_BINS),
     deps=[asset_key(SILVER, USER_PROFILE)],
     check_specs=[
         *table_check_specs(SILVER, USER_BINS),

@@ -43,6 +43,7 @@ from lakehouse_assets.constants import (
     WORKOUTS,
     asset_key,
     asset_tags,
+    writer_pool,
 )
 from lakehouse_assets.migrations import require_current
 from lakehouse_assets.partitions import silver_automation
@@ -184,6 +185,7 @@ def parsed_table_asset(spec: ParsedTable) -> dg.AssetsDefinition:
 
     @dg.multi_asset(
         name=f"silver_{spec.table}",
+        pool=writer_pool(SILVER, spec.table),
         specs=[
             dg.AssetSpec(
                 table_key,

@@ -18,7 +18,14 @@ from lakehouse_assets.checks.results import (
     quarantine_rate_spec,
 )
 from lakehouse_assets.checks.rules import source_rules
-from lakehouse_assets.constants import BRONZE, SILVER, asset_key, asset_tags, consumer_app_id
+from lakehouse_assets.constants import (
+    BRONZE,
+    SILVER,
+    asset_key,
+    asset_tags,
+    consumer_app_id,
+    writer_pool,
+)
 from lakehouse_assets.partitions import silver_automation
 from lakehouse_assets.profiling.store import profile_after_write
 from lakehouse_assets.sensors.streams import kafka_lag_sensor
@@ -117,6 +124,7 @@ def silver_asset(source: SourceDeclaration) -> dg.AssetsDefinition:
 
     @dg.multi_asset(
         name=f"silver_{source.name}",
+        pool=writer_pool(SILVER, source.name),
         specs=specs,
         check_specs=[
             *check_specs(table_key, rules),

@@ -11,7 +11,14 @@ from pyspark.sql import SparkSession
 from lakehouse_assets.bronze.assets import kafka_bronze_asset
 from lakehouse_assets.checks.freshness import kafka_freshness_check
 from lakehouse_assets.checks.results import quarantine_rate_result, quarantine_rate_spec
-from lakehouse_assets.constants import BRONZE, SILVER, asset_key, asset_tags, consumer_app_id
+from lakehouse_assets.constants import (
+    BRONZE,
+    SILVER,
+    asset_key,
+    asset_tags,
+    consumer_app_id,
+    writer_pool,
+)
 from lakehouse_assets.partitions import silver_automation
 from lakehouse_assets.sensors.streams import kafka_lag_sensor
 from lakehouse_assets.silver.columns import QUARANTINE
@@ -104,6 +111,7 @@ def router_asset(source: SourceDeclaration) -> dg.AssetsDefinition:
 
     @dg.multi_asset(
         name=f"silver_{source.name}",
+        pool=writer_pool(SILVER, source.name),
         specs=specs,
         check_specs=[quarantine_rate_spec(quarantine_key)],
     )
