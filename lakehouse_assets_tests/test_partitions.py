@@ -58,9 +58,11 @@ class Ticks:
 @pytest.fixture
 def ticks() -> Ticks:
     ticks = Ticks()
-    assert ticks.requested() == 0  # nothing written yet
     ticks.write(upstream)
-    assert ticks.requested() == 1  # the run that reads the first write
+    ticks.write(follower)
+    assert ticks.requested() == 0  # the first tick: both written
+    ticks.write(upstream)
+    assert ticks.requested() == 1  # the run that reads the new write
     assert ticks.requested() == 0  # while it runs
     return ticks
 
@@ -71,11 +73,33 @@ def test_an_upstream_write_during_a_run_gets_a_run_of_its_own(ticks: Ticks) -> N
     assert ticks.requested() == 1
 
 
+def test_an_upstream_write_before_the_tick_after_the_request_gets_a_run_of_its_own() -> None:
+    """The tick after a request counts it as handled: a write between the two is kept."""
+    ticks = Ticks()
+    ticks.write(upstream)
+    ticks.write(follower)
+    assert ticks.requested() == 0
+    ticks.write(upstream)
+    assert ticks.requested() == 1
+    ticks.write(upstream)  # while that run reads, before the next tick
+    ticks.write(follower)
+    assert ticks.requested() == 1
+    assert ticks.requested() == 0
+
+
 def test_a_run_that_lands_with_no_upstream_write_since_is_not_followed_by_another(
     ticks: Ticks,
 ) -> None:
     ticks.write(follower)
     assert ticks.requested() == 0
+
+
+def test_a_table_whose_upstream_was_written_before_the_first_tick_is_started() -> None:
+    """The runs of a new instance ended before automation's first tick (the daemon down):
+    Dagster's eager would wait for the next upstream write."""
+    ticks = Ticks()
+    ticks.write(upstream)
+    assert ticks.requested() == 1
 
 
 FAILING = {"follower": False}
@@ -132,3 +156,20 @@ def test_a_table_a_stream_run_wrote_upstream_of_but_failed_to_write_gets_a_run(
         FAILING["follower"] = False
     assert requested() == expected
     assert requested() == 0  # once
+
+
+def test_a_missing_table_whose_run_failed_is_not_started_at_every_tick() -> None:
+    """Its upstream written and its own step failed, in one run: no run at each tick after."""
+    instance = dg.DagsterInstance.ephemeral()
+    FAILING["follower"] = True
+    try:
+        _run(instance, {})
+    finally:
+        FAILING["follower"] = False
+    cursor = None
+    for _ in range(3):
+        result = dg.evaluate_automation_conditions(
+            defs=[upstream, failing_follower], instance=instance, cursor=cursor
+        )
+        cursor = result.cursor
+        assert result.get_num_requested(failing_follower.key) == 0
