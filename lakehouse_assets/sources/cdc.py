@@ -4,6 +4,10 @@ SCD2 every version with its validity. Both take changes in any order, more than 
 Changes are ordered by ``_sequence`` (the declared ``order_by``), ties by the Kafka offset. A
 delete is remembered (the ``<table>_deletes`` table: keys and sequence), so that a change older
 than it, arriving after it, never brings the row back; a delete wins a tie.
+
+A column a change holds Debezium's placeholder in (``_unavailable``: the connector could not read
+it, an unchanged TOASTed value) takes the value of the key's last change before it that had one
+(of the batch, or stored), never across a delete: NULL when there is none (``fill``).
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from collections.abc import Sequence
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from lakehouse_assets.sources.reader import DELETED, OP, SEQUENCE
+from lakehouse_assets.sources.reader import DELETED, OP, SEQUENCE, UNAVAILABLE
 from lakehouse_assets.sources.transforms import KAFKA_COLUMNS, newest_per_key
 
 DELETES_SUFFIX = "_deletes"
@@ -43,6 +47,60 @@ def scd1(changes: DataFrame, deletes: DataFrame, keys: Sequence[str]) -> DataFra
     """The change to merge per key: its newest, unless a recorded delete is newer. Merged with
     the ``NEWER`` condition, a delete (``_deleted``) removes the row, others replace it."""
     return after_deletes(newest_per_key(changes, keys, order=[SEQUENCE]), deletes, keys)
+
+
+def fill(events: DataFrame, keys: Sequence[str], columns: Sequence[str]) -> DataFrame:
+    """``events`` (changes and deletes of keys) with each of ``columns`` that an event lists in
+    ``_unavailable`` set to the value of the last earlier event of its key (by sequence, then
+    offset) that gave one since the key's last delete (NULL if none did); ``_unavailable``
+    dropped. An event of no ``_unavailable`` column (a stored row) gives all its values."""
+    order = [SEQUENCE, "_kafka_offset"]
+    running = Window.partitionBy(*keys).orderBy(*order).rowsBetween(Window.unboundedPreceding, 0)
+    segment = F.sum(F.col(DELETED).cast("int")).over(running)  # a delete starts a new chain
+    events = events.withColumn("_segment", segment)
+    earlier = (
+        Window.partitionBy(*keys, "_segment").orderBy(*order)
+        .rowsBetween(Window.unboundedPreceding, -1)
+    )  # fmt: skip
+    none = F.lit(None).cast("array<string>")
+    unavailable = F.col(UNAVAILABLE) if UNAVAILABLE in events.columns else none
+    filled = []
+    for name in events.columns:
+        column = F.col(f"`{name}`")
+        if name not in columns:
+            filled.append(column)
+            continue
+        missing = F.coalesce(F.array_contains(unavailable, name), F.lit(False))
+        # A struct, so that a NULL the change gave is a value and not "no value".
+        given = F.when(~missing & ~F.col(DELETED), F.struct(column.alias("v")))
+        previous = F.last(given, ignorenulls=True).over(earlier)
+        filled.append(F.when(missing, previous["v"]).otherwise(column).alias(name))
+    return events.select(*filled).drop("_segment", UNAVAILABLE)
+
+
+def fill_from_stored(
+    changes: DataFrame,
+    stored: DataFrame,
+    deletes: DataFrame,
+    keys: Sequence[str],
+    columns: Sequence[str],
+) -> DataFrame:
+    """``changes`` filled (``fill``) from the changes before them: of the batch, the ``stored``
+    rows of their keys (SCD1: one per key), and the recorded ``deletes`` of their keys."""
+    batch = "_from_batch"
+    events = (
+        changes.withColumn(batch, F.lit(True))
+        .unionByName(
+            stored.withColumn(DELETED, F.lit(False)).withColumn(batch, F.lit(False)),
+            allowMissingColumns=True,
+        )
+        .unionByName(
+            deletes.withColumn(DELETED, F.lit(True)).withColumn(batch, F.lit(False)),
+            allowMissingColumns=True,
+        )
+    )
+    kept = [name for name in changes.columns if name != UNAVAILABLE]
+    return fill(events, keys, columns).where(F.col(batch)).select(*[f"`{c}`" for c in kept])
 
 
 def new_deletes(changes: DataFrame, keys: Sequence[str]) -> DataFrame:
@@ -83,13 +141,14 @@ def scd2(
     deletes: DataFrame,
     keys: Sequence[str],
     validity: str | None = None,
+    fill_columns: Sequence[str] = (),
 ) -> DataFrame:
     """Every version of the keys of ``changes``, recomputed from the stored ``versions`` and
     ``deletes`` of those keys and the new changes: each non-delete change is a version valid
     from its sequence until the next change of its key (``valid_to`` null and ``is_current``
     while there is none; a delete closes the version before it and opens none). ``valid_from``
     and ``valid_to`` are of type ``validity`` (see ``validity_type``; by default the decimal
-    sequence)."""
+    sequence). ``fill_columns``: those holding the placeholder in some changes (``fill``)."""
     validity = validity or SEQUENCE_SQL_TYPE
     stored_type = versions.schema[VALID_FROM].dataType.simpleString()
     stored = (
@@ -104,6 +163,8 @@ def scd2(
     # One change per key and sequence: a delete wins, then the higher offset (duplicates go).
     same = Window.partitionBy(*keys, SEQUENCE).orderBy(F.desc(DELETED), F.desc("_kafka_offset"))
     events = events.withColumn("_n", F.row_number().over(same)).where("_n = 1").drop("_n")
+    if fill_columns:
+        events = fill(events, keys, fill_columns)
     in_order = Window.partitionBy(*keys).orderBy(SEQUENCE)
     timed = events.withColumn(VALID_TO, _validity(F.lead(SEQUENCE).over(in_order), validity))
     rows = timed.where(~F.col(DELETED)).drop(DELETED)

@@ -141,6 +141,13 @@ def changes(
     return op, row, order
 
 
+def _placeholder_in(leaves: list[pa.Array], placeholder: str) -> bool:
+    """Whether a text column holds Debezium's placeholder (in its text or base64 form)."""
+    forms = pa.array(debezium.placeholders(placeholder))
+    texts = [array for array in leaves if pa.types.is_string(array.type)]
+    return any(pc.any(pc.is_in(array, value_set=forms)).as_py() for array in texts)
+
+
 @dataclass
 class Columns:
     """A batch read in columns: the schema's leaves (in ``ReadSpec.leaves`` order) and what the
@@ -183,6 +190,8 @@ def read(batch: pa.RecordBatch, spec: ReadSpec) -> Columns | None:
         if row is None:
             return None
     leaves = [leaf(row, path) for _, path, _ in spec.leaves()]
+    if spec.format == "debezium-json" and _placeholder_in(leaves, spec.placeholder):
+        return None  # the record reader takes placeholders out of the rows
     named = dict(zip([column for column, _, _ in spec.leaves()], leaves, strict=True))
     if any(named[key].null_count for key in spec.keys):
         return None  # a missing key: quarantined

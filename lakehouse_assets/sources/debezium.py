@@ -1,17 +1,23 @@
 """Debezium change events as decoded Python data: the envelope (with or without the
-``schema``/``payload`` wrapper) reduced to its operation, its row and its order. MongoDB's
-connector writes documents as extended JSON text, read here as plain values."""
+``schema``/``payload`` wrapper) reduced to its operation, its row, its order and the Kafka Connect
+schema of its row (``lakehouse_assets.sources.connect`` types the row by it). MongoDB's connector
+writes documents as extended JSON text, read here as plain values. The connector's placeholder of
+a value it could not read (an unchanged TOASTed column) is taken out of the row (``unavailable``).
+"""
 
 from __future__ import annotations
 
+import base64
 import decimal
 import json
 from typing import Any
 
+from lakehouse_assets.sources import connect
 from lakehouse_assets.sources.values import timestamp
 
 OPS = ("c", "u", "d", "r")
 MICRO = decimal.Decimal("0.000001")
+PLACEHOLDER = "__debezium_unavailable_value"  # unavailable.value.placeholder's default
 
 
 def _extended(document: dict[str, Any]) -> Any:
@@ -37,14 +43,16 @@ def _document(value: Any) -> Any:
     return value
 
 
-def envelope(value: dict[str, Any], order_by: str) -> tuple[str, Any, Any]:
-    """``(op, row, sequence)`` of a Debezium change event.
+def envelope(value: dict[str, Any], order_by: str) -> tuple[str, Any, Any, dict[str, Any] | None]:
+    """``(op, row, sequence, row schema)`` of a Debezium change event; the row's Connect schema
+    when the envelope carries one describing it as a struct, else None.
 
     Raises:
         ValueError: not a change this reads (the message is the reason).
     """
+    wrapper = None
     if "schema" in value and "payload" in value:
-        value = value["payload"]
+        wrapper, value = value["schema"], value["payload"]
     op = value.get("op")
     if op is None:
         raise ValueError("not a change event: no op")
@@ -66,7 +74,26 @@ def envelope(value: dict[str, Any], order_by: str) -> tuple[str, Any, Any]:
     sequence = value
     for name in order_by.split("."):
         sequence = sequence.get(name) if isinstance(sequence, dict) else None
-    return op, row, sequence
+    schema = connect.row_schema(wrapper, "before" if op == "d" else "after")
+    return op, row, sequence, schema
+
+
+def placeholders(text: str) -> tuple[str, str]:
+    """The forms a placeholder takes in JSON: its text (text columns), the base64 of its UTF-8
+    bytes (bytes columns)."""
+    return text, base64.b64encode(text.encode()).decode()
+
+
+def unavailable(row: dict[str, Any], forms: tuple[str, ...]) -> list[str]:
+    """The fields of ``row`` holding a placeholder (its text, its bytes, or an array of it, as
+    Debezium sends an unchanged TOASTed array), set to None in ``row``."""
+    names = []
+    for name, value in row.items():
+        if value in forms or (isinstance(value, list) and value and all(v in forms for v in value)):
+            names.append(name)
+    for name in names:
+        row[name] = None
+    return names
 
 
 def order_kind(value: Any) -> str | None:

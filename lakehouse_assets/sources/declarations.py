@@ -8,6 +8,7 @@ A declaration (``sources/orders.yaml``; the file's name is the source's name)::
     mode: cdc-scd1                   # append | latest-per-key | cdc-scd1 | cdc-scd2
     keys: [id]
     order_by: source.lsn             # default: the Kafka offset
+    unavailable_value_placeholder: __debezium_unavailable_value   # the connector's setting
     partition_by: [country, date(created_at)]
 
 A ``route-by-type`` source adds a ``routing`` block (``lakehouse_assets.sources.routing``).
@@ -106,6 +107,13 @@ class SourceDeclaration(BaseModel):
         description="'keep': an empty string is a value, apart from NULL; 'null': it is stored "
         "as NULL. Default: keep for debezium-json, avro and the cdc modes (a copy of a database "
         "table answers = '' and IS NULL as the database does); null for other json sources.",
+    )
+    unavailable_value_placeholder: str = Field(
+        default="__debezium_unavailable_value",
+        min_length=1,
+        description="debezium-json: the connector's unavailable.value.placeholder. A column "
+        "holding it (its text, or in a bytes column its bytes) keeps the key's stored value "
+        "(cdc-scd1), the previous version's (cdc-scd2); NULL in other modes. Never stored.",
     )
 
     @field_validator("name")

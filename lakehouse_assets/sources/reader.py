@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
-from lakehouse_assets.sources import avro, columnar, debezium
+from lakehouse_assets.sources import avro, columnar, connect, debezium
 from lakehouse_assets.sources import schema as types
 from lakehouse_assets.sources.schema import Schema, Type, arrow_type
 from lakehouse_assets.sources.values import Misfit, convert
@@ -28,6 +28,7 @@ REASON, ISSUES, OP, SEQUENCE = "reason", "_issues", "_op", "_sequence"
 DELETED, SKIPPED = "_deleted", "_skipped"  # deletes its key; changes nothing
 SEQUENCE_TYPE = pa.decimal128(38, 6)
 ORDER_KIND = "_order_kind"  # what the order value was: long, double or timestamp (ISO text)
+UNAVAILABLE = "_unavailable"  # the columns a Debezium change holds the placeholder in (or null)
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,7 @@ class ReadSpec:
     avro_framing: str = "confluent"
     separator: str = "_"  # between a flattened column's parent and child names
     keep_empty_strings: bool = False  # False: an empty string is stored as NULL
+    placeholder: str = debezium.PLACEHOLDER  # Debezium's unavailable.value.placeholder
 
     def leaves(self) -> list[tuple[str, tuple[str, ...], Type]]:
         return list(types.leaves(self.schema, self.flatten, self.separator))
@@ -66,6 +68,7 @@ class Reader:
     def __init__(self, spec: ReadSpec) -> None:
         self.spec = spec
         self.leaves = spec.leaves()
+        self.placeholders = debezium.placeholders(spec.placeholder)
         self.avro: Any = None
         if spec.format == "avro":
             import fastavro
@@ -105,9 +108,9 @@ class Reader:
                 return {REASON: None, DELETED: True}
             if spec.mode == "latest-per-key" and key is None:
                 raise ValueError("null key")
-            row = self.decode(value)
+            row, struct = self.decode(value), None
             if spec.format == "debezium-json":
-                op, row, order = debezium.envelope(row, spec.order_by)
+                op, row, order, struct = debezium.envelope(row, spec.order_by)
                 out[OP], out[DELETED] = op, op == "d"
                 order = offset if spec.order_by == "offset" else order
                 out[SEQUENCE] = debezium.sequence(order)
@@ -116,7 +119,13 @@ class Reader:
                 out[DELETED] = False
             if not isinstance(row, dict):
                 raise ValueError("malformed json")
-            converted = convert(row, spec.schema, (), issues, not spec.keep_empty_strings)
+            if spec.format == "debezium-json":
+                out[UNAVAILABLE] = self.unavailable(row)
+            empty_is_null = not spec.keep_empty_strings
+            if struct is not None:  # Kafka Connect's schema types the row
+                converted = connect.typed_row(row, struct, spec.schema, issues, empty_is_null)
+            else:
+                converted = convert(row, spec.schema, (), issues, empty_is_null)
             for column, path, _ in self.leaves:
                 if len(path) == 1:
                     out[column] = converted.get(column)
@@ -139,6 +148,15 @@ class Reader:
         out[ISSUES] = json.dumps([[list(p), t] for p, t in issues]) if issues else None
         return out
 
+    def unavailable(self, row: dict[str, Any]) -> list[str] | None:
+        """The columns of ``row``'s fields that hold the placeholder (taken out of ``row``), or
+        None when none does."""
+        fields = debezium.unavailable(row, self.placeholders)
+        if not fields:
+            return None
+        columns = [column for column, path, _ in self.leaves if path[0] in fields]
+        return columns or None
+
 
 def output_fields(spec: ReadSpec) -> list[tuple[str, pa.DataType]]:
     """The columns ``read_batches`` adds to the records' own."""
@@ -147,6 +165,7 @@ def output_fields(spec: ReadSpec) -> list[tuple[str, pa.DataType]]:
     fields += [(SKIPPED, pa.bool_())]
     if spec.format == "debezium-json":
         fields += [(OP, pa.string()), (SEQUENCE, SEQUENCE_TYPE), (ORDER_KIND, pa.string())]
+        fields += [(UNAVAILABLE, pa.list_(pa.string()))]
     return fields
 
 
@@ -197,4 +216,5 @@ def _read_columns(
     if spec.format == "debezium-json":
         columns[OP], columns[SEQUENCE] = read.op, read.sequence
         columns[ORDER_KIND] = read.order_kind
+        columns[UNAVAILABLE] = pa.nulls(rows, pa.list_(pa.string()))  # no placeholder: columnar
     return {name: columns[name].cast(kind) for name, kind in [("value", pa.binary()), *fields]}

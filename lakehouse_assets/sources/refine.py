@@ -31,6 +31,7 @@ from lakehouse_assets.sources.reader import (
     ORDER_KIND,
     SEQUENCE,
     SKIPPED,
+    UNAVAILABLE,
     ReadSpec,
     output_fields,
     read_batches,
@@ -112,6 +113,7 @@ def read_spec(source: SourceDeclaration, schema: Schema) -> ReadSpec:
         keys=source.keys if source.mode in CDC_MODES else (), order_by=source.order_by,
         avsc=avsc, avro_framing=source.avro_framing, separator=source.separator,
         keep_empty_strings=source.keeps_empty_strings,
+        placeholder=source.unavailable_value_placeholder,
     )  # fmt: skip
 
 
@@ -145,7 +147,7 @@ def refine(
     one commit (readers see the old table until then)."""
     done = Refined()
     schema, typed = read_growing(lake, source, changes, done)
-    done.read = typed.count()  # checkpointed: no second read
+    done.read, fill = _read_and_unavailable(typed, source)
     if done.widened and not rebuild and lake.exists(SILVER, source.name):
         writes.widen_table(lake, spark, source, schema)
     columns = [column for column, _, _ in types.leaves(schema, source.flatten, source.separator)]
@@ -161,16 +163,34 @@ def refine(
         typed = _order_of_another_kind(typed, source.order_by, validity)
     done.rejected = _quarantine(lake, source, typed, markers, rebuild)
     valid = typed.where(F.col(REASON).isNull() & ~F.col(SKIPPED))
+    fill = [column for column in fill if column in columns]
     keep = [DELETED, *([OP, SEQUENCE] if source.mode in CDC_MODES else [])]
-    rows = transforms.refined(valid, columns, source.partition_columns, keep)
+    rows = transforms.refined(valid, columns, source.partition_columns, [*keep, *_listed(fill)])
     if rebuild:
-        done.rows = writes.replace(lake, source, rows, markers, validity)
+        done.rows = writes.replace(lake, source, rows, markers, validity, fill)
     elif not lake.holds(SILVER, source.name, markers):
         conformed = writes.conform(lake, source, rows)
-        done.rows = writes.keep(lake, spark, source, conformed, markers, validity)
+        done.rows = writes.keep(lake, spark, source, conformed, markers, validity, fill)
     if source.mode in CDC_MODES:
         writes.record_deletes(lake, source, rows, markers, rebuild)
     return done
+
+
+def _read_and_unavailable(typed: DataFrame, source: SourceDeclaration) -> tuple[int, list[str]]:
+    """The records read, and (CDC) the columns some of them hold Debezium's placeholder in:
+    one query (the rows are checkpointed)."""
+    if source.mode not in CDC_MODES:
+        return typed.count(), []
+    listed = F.array_distinct(F.flatten(F.collect_set(UNAVAILABLE)))
+    row = typed.agg(F.count(F.lit(1)).alias("n"), listed.alias("listed")).first()
+    assert row is not None  # an aggregate without grouping has one row
+    return row["n"], sorted(row["listed"] or [])
+
+
+def _listed(fill: Sequence[str]) -> list[str]:
+    """The placeholders' column, kept while some column needs filling (else the plans of the
+    writes are those of a batch without placeholders)."""
+    return [UNAVAILABLE] if fill else []
 
 
 def _order_of_another_kind(typed: DataFrame, order_by: str, validity: str) -> DataFrame:

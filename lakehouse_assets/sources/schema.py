@@ -7,28 +7,34 @@ A schema is written as the JSON document it describes, each value replaced by it
      "items": [{"sku": "string", "qty": "long"}], "created": "timestamp", "notes": []}
 
 Scalar types: ``boolean``, ``int``, ``long``, ``double``, ``string``, ``date`` (an ISO date
-string), ``timestamp`` (an ISO date-time string); an object is a mapping; an array is a list of its
-element's type, ``[]`` while only empty arrays were seen. Inference types JSON numbers as ``long``
-or ``double`` and text as ``string``, as Spark's JSON reader does; ``int``, ``date`` and
-``timestamp`` come from an edited file.
+string), ``timestamp`` (an ISO date-time string), ``decimal(p,s)`` (precision at most 38) and
+``binary``; an object is a mapping; an array is a list of its element's type, ``[]`` while only
+empty arrays were seen. Inference types JSON numbers as ``long`` or ``double`` and text as
+``string``, as Spark's JSON reader does; ``int``, ``date`` and ``timestamp`` come from an edited
+file, and every type from a Kafka Connect schema (``lakehouse_assets.sources.connect``).
 
 Evolution never loses data: a new field adds a column; a value a wider type holds widens the
-column (``int`` -> ``long`` -> ``double``, ``date`` -> ``timestamp``, ``[]`` -> any array,
-new fields of nested objects); any other value is incompatible, and its record is quarantined.
+column (``int`` -> ``long`` -> ``double``, ``date`` -> ``timestamp``, a decimal to one with as
+many digits on each side of the point as both (``int`` and ``long`` count as ``decimal(10,0)``
+and ``decimal(19,0)``), ``[]`` -> any array, new fields of nested objects); any other value is
+incompatible, and its record is quarantined.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any, TypeAlias
 
 import pyarrow as pa
 from pyspark.sql.types import (
     ArrayType,
+    BinaryType,
     BooleanType,
     DataType,
     DateType,
+    DecimalType,
     DoubleType,
     IntegerType,
     LongType,
@@ -41,7 +47,11 @@ from pyspark.sql.types import (
 Type: TypeAlias = "str | dict[str, Type] | list[Type]"
 Schema: TypeAlias = "dict[str, Type]"
 
-SCALARS = ("boolean", "int", "long", "double", "string", "date", "timestamp")
+SCALARS = ("boolean", "int", "long", "double", "string", "date", "timestamp", "binary")
+DECIMAL = re.compile(r"decimal\((\d+),(\d+)\)")  # decimal(p,s), as Spark writes it
+MAX_PRECISION = 38  # Spark's
+# The digits of an integer type, as a decimal widened by it counts them.
+INTEGER_DIGITS = {"int": 10, "long": 19}
 MIXED = "variant"  # values of several types (the elements of an array)
 # What each scalar type accepts (types of values, as ``observed`` names them).
 ACCEPTS = {
@@ -52,12 +62,13 @@ ACCEPTS = {
     "string": {"string"},
     "date": {"string", "date"},  # ISO dates: checked on the values
     "timestamp": {"string", "date", "timestamp"},  # ISO dates and date-times: checked too
+    "binary": {"binary"},
 }
 WIDER = {"int": ("long", "double"), "long": ("double",), "date": ("timestamp",)}
 _SPARK = {"long": "bigint", "int": "int"}
 _DATA_TYPES = {
     "boolean": BooleanType, "int": IntegerType, "long": LongType, "double": DoubleType,
-    "string": StringType, "date": DateType, "timestamp": TimestampType,
+    "string": StringType, "date": DateType, "timestamp": TimestampType, "binary": BinaryType,
 }  # fmt: skip
 
 
@@ -65,9 +76,39 @@ class SchemaError(ValueError):
     """A schema file that does not describe a schema."""
 
 
+# ----- decimals ----------------------------------------------------------------------------------
+def decimal(precision: int, scale: int) -> str:
+    """The type ``decimal(precision,scale)``."""
+    return f"decimal({precision},{scale})"
+
+
+def decimal_digits(value: Type | None) -> tuple[int, int] | None:
+    """``(precision, scale)`` of a decimal type (an integer type as the decimal of its digits),
+    None for any other type."""
+    if not isinstance(value, str):
+        return None
+    if value in INTEGER_DIGITS:
+        return INTEGER_DIGITS[value], 0
+    match = DECIMAL.fullmatch(value)
+    return (int(match[1]), int(match[2])) if match else None
+
+
+def _wider_decimal(declared: str, seen: str) -> str | None:
+    """The narrowest decimal holding both types (one at least a decimal), None beyond 38 digits."""
+    ours, theirs = decimal_digits(declared), decimal_digits(seen)
+    either = DECIMAL.fullmatch(declared) or DECIMAL.fullmatch(seen)
+    if ours is None or theirs is None or not either:
+        return None
+    scale = max(ours[1], theirs[1])
+    precision = max(ours[0] - ours[1], theirs[0] - theirs[1]) + scale
+    return decimal(precision, scale) if precision <= MAX_PRECISION else None
+
+
 # ----- evolution ---------------------------------------------------------------------------------
 def accepts(declared: Type, seen: Type) -> bool:
     """Whether a column of type ``declared`` holds values of type ``seen`` as they are."""
+    if isinstance(declared, str) and DECIMAL.fullmatch(declared):
+        return isinstance(seen, str) and _wider_decimal(declared, seen) == declared
     if isinstance(declared, str):
         return isinstance(seen, str) and seen in ACCEPTS[declared]
     if isinstance(declared, dict):
@@ -89,6 +130,8 @@ def widen(declared: Type | None, seen: Type) -> Type | None:
     if accepts(declared, seen):
         return declared
     if isinstance(declared, str) and isinstance(seen, str):
+        if DECIMAL.fullmatch(declared) or DECIMAL.fullmatch(seen):
+            return _wider_decimal(declared, seen)
         if seen in WIDER.get(declared, ()):
             return seen
         if declared == "int" and seen == "double":
@@ -151,6 +194,8 @@ def spark_type(value: Type) -> str:
 def data_type(value: Type) -> DataType:
     """The Spark data type of a column of type ``value``."""
     if isinstance(value, str):
+        if value not in _DATA_TYPES:
+            return DecimalType(*_digits(value))
         return _DATA_TYPES[value]()
     if isinstance(value, dict):
         return StructType([StructField(name, data_type(v)) for name, v in value.items()])
@@ -201,17 +246,32 @@ def _check(value: Any, where: str, path: str) -> None:
             raise SchemaError(f"{where}: {path}: an array type lists one element type")
         for child in value:
             _check(child, where, f"{path}[]")
-    elif value not in SCALARS:
-        raise SchemaError(f"{where}: {path}: unknown type {value!r}; types: {', '.join(SCALARS)}")
+    elif not isinstance(value, str) or (value not in SCALARS and not _valid_decimal(value)):
+        names = ", ".join([*SCALARS, "decimal(p,s)"])
+        raise SchemaError(f"{where}: {path}: unknown type {value!r}; types: {names} (p <= 38)")
+
+
+def _valid_decimal(value: str) -> bool:
+    digits = decimal_digits(value) if DECIMAL.fullmatch(value) else None
+    return digits is not None and 0 < digits[0] <= MAX_PRECISION and digits[1] <= digits[0]
+
+
+def _digits(value: str) -> tuple[int, int]:
+    digits = decimal_digits(value)
+    if digits is None:
+        raise KeyError(value)
+    return digits
 
 
 def arrow_type(declared: Type) -> pa.DataType:
     """The Arrow type of a column of type ``declared``."""
     if isinstance(declared, str):
+        if DECIMAL.fullmatch(declared):
+            return pa.decimal128(*_digits(declared))
         return {
             "boolean": pa.bool_(), "int": pa.int32(), "long": pa.int64(),
             "double": pa.float64(), "string": pa.string(), "date": pa.date32(),
-            "timestamp": pa.timestamp("us", tz="UTC"),
+            "timestamp": pa.timestamp("us", tz="UTC"), "binary": pa.binary(),
         }[declared]  # fmt: skip
     if isinstance(declared, dict):
         return pa.struct([(name, arrow_type(t)) for name, t in declared.items()])

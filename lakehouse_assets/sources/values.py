@@ -5,6 +5,7 @@ conversion to a column's type (``Misfit`` when they do not fit). The rules are
 from __future__ import annotations
 
 import datetime as dt
+import decimal
 import re
 from typing import Any
 
@@ -38,6 +39,14 @@ def observed(value: Any) -> Type | None:
         return None
     if isinstance(value, bool):
         return "boolean"
+    if isinstance(value, decimal.Decimal):
+        return decimal_type(value)
+    if isinstance(value, bytes):
+        return "binary"
+    if isinstance(value, dt.datetime):
+        return "timestamp"
+    if isinstance(value, dt.date):
+        return "date"
     if isinstance(value, int):
         return "long" if INT64[0] <= value <= INT64[1] else "double"
     if isinstance(value, float):
@@ -53,6 +62,28 @@ def observed(value: Any) -> Type | None:
         if seen is not None:
             element = seen if element is None else (types.widen(element, seen) or types.MIXED)
     return [] if element is None else [element]
+
+
+def decimal_type(value: decimal.Decimal) -> str:
+    """The narrowest ``decimal(p,s)`` holding ``value`` exactly (``decimal(3,2)`` for 0.05)."""
+    _, digits, exponent = value.as_tuple()
+    if not isinstance(exponent, int):
+        return "string"  # NaN or an infinity: no decimal holds it
+    scale = max(0, -exponent)
+    return types.decimal(max(len(digits) + max(exponent, 0), scale, 1), scale)
+
+
+def fit_decimal(value: decimal.Decimal, declared: str) -> decimal.Decimal | None:
+    """``value`` at the scale of the ``decimal(p,s)`` type ``declared`` (exactly: never rounded),
+    or None when it does not fit (more fraction digits, or integer digits, than it holds)."""
+    digits = types.decimal_digits(declared)
+    seen = decimal_type(value)
+    if digits is None or not types.accepts(declared, seen):
+        return None
+    return value.quantize(decimal.Decimal(1).scaleb(-digits[1]), context=EXACT)
+
+
+EXACT = decimal.Context(prec=types.MAX_PRECISION, traps=[decimal.Inexact])
 
 
 def describe(value: Type | None) -> str:
@@ -121,8 +152,12 @@ def _scalar(value: Any, declared: str, path: tuple[str, ...]) -> Any:
             return value
     elif declared == "double" and kind in (int, float):
         return float(value)
-    elif declared == "boolean" and kind is bool:
+    elif (declared, kind) in (("boolean", bool), ("binary", bytes)):
         return value
+    elif kind in (int, float, decimal.Decimal) and types.DECIMAL.fullmatch(declared):
+        fitted = fit_decimal(decimal.Decimal(repr(value) if kind is float else value), declared)
+        if fitted is not None:
+            return fitted
     elif declared == "date" and kind is str and DATE.fullmatch(value):
         try:
             return dt.date.fromisoformat(value)

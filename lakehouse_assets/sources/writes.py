@@ -4,6 +4,8 @@ schema (widened by a rewrite, or values cast to the table's types)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, StructType
@@ -49,18 +51,21 @@ def replace(
     rows: DataFrame,
     markers: Markers,
     validity: str | None = None,
+    fill: Sequence[str] = (),
 ) -> int:
-    """Replace ``silver.<source>`` with what ``rows`` (every change bronze holds) make of it."""
+    """Replace ``silver.<source>`` with what ``rows`` (every change bronze holds) make of it.
+    ``fill``: the columns holding Debezium's placeholder in some of ``rows`` (``cdc.fill``)."""
     keys = list(source.keys)
     if source.mode == "append":
         table = rows.drop(DELETED)
     elif source.mode == "latest-per-key":
         table = transforms.newest_per_key(rows, ["_kafka_key"]).where(~F.col(DELETED))
     elif source.mode == "cdc-scd1":
+        rows = cdc.fill(rows, keys, fill) if fill else rows
         table = transforms.newest_per_key(rows, keys, [SEQUENCE]).where(~F.col(DELETED))
     else:
         no_deletes = cdc.new_deletes(rows, keys).limit(0)
-        table = cdc.scd2(rows, _no_versions(rows), no_deletes, keys, validity)
+        table = cdc.scd2(rows, _no_versions(rows), no_deletes, keys, validity, fill)
     partition_by = [column for column, _ in source.partition_columns]
     with cached(table.drop(DELETED)) as written:
         lake.replace(SILVER, source.name, written, markers, partition_by)
@@ -74,9 +79,11 @@ def keep(
     rows: DataFrame,
     markers: Markers,
     validity: str | None = None,
+    fill: Sequence[str] = (),
 ) -> int:
     """Write the batch's valid ``rows`` to ``silver.<source>`` as its mode says; returns the
-    rows written (appended, or merged). ``validity``: ``cdc-scd2``'s ``valid_from`` type."""
+    rows written (appended, or merged). ``validity``: ``cdc-scd2``'s ``valid_from`` type;
+    ``fill``: the columns holding Debezium's placeholder in some of ``rows`` (``cdc.fill``)."""
     partition_by = [column for column, _ in source.partition_columns]
     merge = {"markers": markers, "partition_by": partition_by, "within_partitions": False}
     if source.mode == "append":
@@ -91,6 +98,9 @@ def keep(
     changed = rows.select(*keys).distinct()
     deletes = _stored(lake, spark, deletes_table(source), changed, cdc.new_deletes(rows, keys))
     if source.mode == "cdc-scd1":
+        if fill:  # the values before a placeholder: the batch's, the stored row's
+            stored = _stored(lake, spark, source.name, changed, rows.limit(0))
+            rows = cdc.fill_from_stored(rows, stored, deletes, keys, fill)
         newest = cdc.scd1(rows, deletes, keys).localCheckpoint()
         lake.merge(
             SILVER, source.name, newest, keys, update_when=cdc.NEWER, delete_flag=DELETED, **merge
@@ -98,7 +108,7 @@ def keep(
         return newest.count()
     versions = _stored(lake, spark, source.name, changed, _no_versions(rows))
     # Computed before the merge: it reads the rows the merge replaces.
-    history = cdc.scd2(rows, versions, deletes, keys, validity).localCheckpoint()
+    history = cdc.scd2(rows, versions, deletes, keys, validity, fill).localCheckpoint()
     lake.merge(SILVER, source.name, history, [*keys, cdc.VALID_FROM], **merge)
     return history.count()
 

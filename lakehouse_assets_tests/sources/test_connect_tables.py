@@ -1,0 +1,110 @@
+"""A ``cdc-scd1`` table typed by the Kafka Connect schema its Debezium envelopes carry, through
+``refine`` (no Kafka, no Dagster): Spark types as docs/sources.md maps them, values exact, a
+column the schema gains added, a decimal widened, and a type the table cannot hold quarantined
+with its reason. Expected values are computed by hand in the comments of ``test_connect``."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import SparkSession
+from pyspark.sql.types import (
+    BinaryType,
+    DateType,
+    DecimalType,
+    IntegerType,
+    StringType,
+    TimestampType,
+)
+
+from lakehouse_assets.constants import SILVER
+from lakehouse_assets.sources.declarations import load_declaration
+from lakehouse_assets.sources.refine import refine
+from lakehouse_assets_tests.sources.test_connect import VARIABLE, field
+from lakehouse_assets_tests.sources.test_merge_shapes import AT, BRONZE_SCHEMA
+from resources import LakeResource
+
+DECIMAL = "org.apache.kafka.connect.data.Decimal"
+FIELDS = [
+    {"type": "int32", "optional": False, "field": "id"},
+    field("price", "bytes", DECIMAL, scale="2", connect_decimal_precision="12"),
+    VARIABLE,
+    field("day", "int32", "io.debezium.time.Date"),
+    field("at", "int64", "io.debezium.time.MicroTimestamp"),
+    field("atz", "string", "io.debezium.time.ZonedTimestamp"),
+    field("t", "int64", "io.debezium.time.MicroTime"),
+    field("doc", "string", "io.debezium.data.Json"),
+    field("data", "bytes"),
+]
+
+
+def bronze_row(fields: list[dict], row: dict, lsn: int, offset: int) -> tuple:
+    value = {"type": "struct", "optional": True, "name": "shop.public.t.Value", "fields": fields}
+    schema = {"type": "struct", "optional": False, "name": "shop.public.t.Envelope", "fields": [
+        {**value, "field": "before"}, {**value, "field": "after"},
+        {"type": "string", "optional": False, "field": "op"},
+    ]}  # fmt: skip
+    payload = {"before": None, "after": row, "op": "c", "source": {"lsn": lsn}}
+    envelope = json.dumps({"schema": schema, "payload": payload}).encode()
+    return (json.dumps({"id": row["id"]}).encode(), envelope, "t", 0, offset, AT, AT, "insert")
+
+
+def test_connect_types_become_spark_types_and_their_changes_evolve_or_quarantine(
+    tmp_path: Path, resources: dict[str, Any], spark: SparkSession
+) -> None:
+    (tmp_path / "t.yaml").write_text(
+        "topic: t\nformat: debezium-json\nmode: cdc-scd1\nkeys: [id]\norder_by: source.lsn\n"
+    )
+    source = load_declaration(tmp_path / "t.yaml")
+    lake: LakeResource = resources["lake"]
+    first = [
+        bronze_row(FIELDS, {
+            "id": 1, "price": "ATCTEg==", "amount": {"scale": 2, "value": "ATCTEg=="},
+            "day": 19783, "at": 1_709_288_130_123_456, "atz": "2024-03-01T10:15:30.123456Z",
+            "t": 36_930_123_456, "doc": '{"a": 1}', "data": "AQID",
+        }, 10, 0),
+        bronze_row(FIELDS, {"id": 2, "price": "/s9s7g==", "amount": None, "day": None,
+                            "at": None, "atz": None, "t": None, "doc": None, "data": ""}, 11, 1),
+    ]  # fmt: skip
+    refine(lake, spark, source, spark.createDataFrame(first, BRONZE_SCHEMA), {"t": 0})
+    stored = lake.read(spark, SILVER, source.name)
+    columns = ["id", "price", "amount", "day", "at", "atz", "t", "doc", "data"]
+    assert [stored.schema[c].dataType for c in columns] == [
+        IntegerType(), DecimalType(12, 2), DecimalType(38, 18), DateType(), TimestampType(),
+        TimestampType(), StringType(), StringType(), BinaryType(),
+    ]  # fmt: skip
+    moment = dt.datetime(2024, 3, 1, 10, 15, 30, 123456)  # naive UTC, as Spark returns it
+    rows = sorted(tuple(r) for r in stored.select(*columns).collect())
+    assert rows == [
+        (1, Decimal("199605.94"), Decimal("199605.940000000000000000"), dt.date(2024, 3, 1),
+         moment, moment, "10:15:30.123456", '{"a": 1}', bytearray(b"\x01\x02\x03")),
+        (2, Decimal("-199605.94"), None, None, None, None, None, None, bytearray(b"")),
+    ]  # fmt: skip
+
+    # The table gains a column (ALTER TABLE ADD COLUMN), price becomes numeric(14,4) for a new
+    # row, and a record with price as text (decimal.handling.mode=string) cannot be held.
+    wider = [FIELDS[0], field("price", "bytes", DECIMAL, scale="4", connect_decimal_precision="14"),
+             field("note", "string")]  # fmt: skip
+    text = [FIELDS[0], field("price", "string")]
+    second = [
+        bronze_row(wider, {"id": 3, "price": "ATCTEg==", "note": "hi"}, 20, 2),  # 1996.0594
+        bronze_row(text, {"id": 1, "price": "199605.95"}, 21, 3),
+    ]
+    refine(lake, spark, source, spark.createDataFrame(second, BRONZE_SCHEMA), {"t": 1})
+    stored = lake.read(spark, SILVER, source.name)
+    assert stored.schema["price"].dataType == DecimalType(14, 4)
+    assert stored.schema["note"].dataType == StringType()
+    assert sorted(tuple(r) for r in stored.select("id", "price", "note").collect()) == [
+        (1, Decimal("199605.9400"), None), (2, Decimal("-199605.9400"), None),
+        (3, Decimal("1996.0594"), "hi"),
+    ]  # fmt: skip
+    rejected = lake.read(spark, SILVER, f"{source.name}_quarantine").collect()
+    assert [(r.offset, r.reason) for r in rejected] == [
+        (3, "incompatible price: expected decimal(14,4), got string")
+    ]
+    schema = json.loads(Path(lake.path(SILVER, "_schemas", "t.json")).read_text())
+    assert schema["price"] == "decimal(14,4)" and schema["amount"] == "decimal(38,18)"
