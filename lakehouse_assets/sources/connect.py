@@ -54,10 +54,12 @@ DATES = ("org.apache.kafka.connect.data.Date", "io.debezium.time.Date")
 TEXTS = (
     "io.debezium.data.Json", "io.debezium.data.Uuid", "io.debezium.data.Enum",
     "io.debezium.data.EnumSet", "io.debezium.data.Xml", "io.debezium.data.Ltree",
-    "io.debezium.time.ZonedTime", "io.debezium.time.Interval",
+    "io.debezium.time.ZonedTime", "io.debezium.time.Interval", "io.debezium.time.IsoTime",
 )  # fmt: skip
+ZONED = ("io.debezium.time.ZonedTimestamp", "io.debezium.time.IsoTimestamp")  # ISO, an offset
+ISO_DATE = "io.debezium.time.IsoDate"  # time.precision.mode=isostring: '2024-03-01Z' (UTC)
 OTHERS: dict[str, Type] = {
-    "io.debezium.time.ZonedTimestamp": "timestamp", "io.debezium.time.Year": "int",
+    ZONED[0]: "timestamp", ZONED[1]: "timestamp", ISO_DATE: "date", "io.debezium.time.Year": "int",
     "io.debezium.data.Bits": "binary", "io.debezium.time.MicroDuration": "long",
 }  # fmt: skip
 
@@ -148,8 +150,13 @@ def _scalar(value: Any, kind: Any, name: Any, parameters: dict[str, Any]) -> Any
         return EPOCH + dt.timedelta(microseconds=micros)
     if name in TIMES:
         return time_of_day(_integer(value), TIMES[name])
-    if name == "io.debezium.time.ZonedTimestamp":
+    if name in ZONED:
         return timestamp(_text(value)).astimezone(dt.UTC)
+    if name == ISO_DATE:
+        text = _text(value)
+        if text[10:] not in ("", "Z", "+00:00"):
+            raise ValueError(text)
+        return dt.date.fromisoformat(text[:10])
     return _PRIMITIVE_READERS[str(kind)](value)
 
 
@@ -229,7 +236,10 @@ def typed_row(
         field = fields.get(name)
         if field is None:
             raise ValueError(f"field {name} is not in the envelope's schema")
-        seen = column_type(field, (name,))
+        try:
+            seen = column_type(field, (name,))
+        except (KeyError, TypeError, AttributeError):
+            raise ValueError(f"malformed Connect schema of {name}") from None
         column = declared.get(name)
         try:
             decoded = decode(value, field, (name,))

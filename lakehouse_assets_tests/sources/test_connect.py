@@ -105,6 +105,13 @@ CASES = [
      "timestamp", dt.datetime(2024, 3, 1, 10, 15, 30, 123456, tzinfo=UTC)),
     (field("x", "string", "io.debezium.time.ZonedTimestamp"), "2024-03-01T12:15:30+02:00",
      "timestamp", dt.datetime(2024, 3, 1, 10, 15, 30, tzinfo=UTC)),
+    # time.precision.mode=isostring (Debezium's IsoDate, IsoTimestamp, IsoTime: ISO text, UTC).
+    (field("x", "string", "io.debezium.time.IsoDate"), "2024-03-01Z", "date",
+     dt.date(2024, 3, 1)),
+    (field("x", "string", "io.debezium.time.IsoTimestamp"), "2024-03-01T10:15:30.123456Z",
+     "timestamp", dt.datetime(2024, 3, 1, 10, 15, 30, 123456, tzinfo=UTC)),
+    (field("x", "string", "io.debezium.time.IsoTime"), "10:15:30.123456Z", "string",
+     "10:15:30.123456Z"),
     # 10:15:30.5 is 36930 s and 500 ms after midnight.
     (field("x", "int32", "io.debezium.time.Time"), 36_930_500, "string", "10:15:30.5"),
     (field("x", "int32", "org.apache.kafka.connect.data.Time"), 36_930_000, "string", "10:15:30"),
@@ -161,6 +168,8 @@ def test_a_type_the_table_cannot_hold_and_an_unknown_name_have_their_reasons() -
     assert json.loads(got["_issues"]) == [[["x"], "string"]]
     unknown = typed([field("x", "string", "io.example.Unknown")], "a", {"id": "int", "x": "string"})
     assert unknown["reason"] == "unsupported Connect type io.example.Unknown of x"
+    malformed = typed([{"type": "struct", "fields": [{"type": "int32"}], "field": "x"}], {})
+    assert malformed["reason"] == "malformed Connect schema of x"
     wrong = typed([field("x", "int32", "io.debezium.time.Date")], "2024-03-01", {"id": "int"})
     assert wrong["reason"] == "incompatible x: expected date, got string"
 
