@@ -57,6 +57,7 @@ class Refined:
     schema_inferred: bool = False
     added: list[str] = field(default_factory=list)
     widened: list[str] = field(default_factory=list)
+    unavailable: list[str] = field(default_factory=list)  # held Debezium's placeholder somewhere
     waiting: bool = False  # no valid record yet: the batch is read again with the next (``_waits``)
 
     def metadata(self) -> dict[str, Any]:
@@ -67,6 +68,7 @@ class Refined:
             "schema_inferred": self.schema_inferred,
             "columns_added": ", ".join(self.added) or "-",
             "columns_widened": ", ".join(self.widened) or "-",
+            "columns_unavailable": ", ".join(self.unavailable) or "-",
         }
 
 
@@ -163,7 +165,7 @@ def refine(
         typed = _order_of_another_kind(typed, source.order_by, validity)
     done.rejected = _quarantine(lake, source, typed, markers, rebuild)
     valid = typed.where(F.col(REASON).isNull() & ~F.col(SKIPPED))
-    fill = [column for column in fill if column in columns]
+    fill = done.unavailable = [column for column in fill if column in columns]
     keep = [DELETED, *([OP, SEQUENCE] if source.mode in CDC_MODES else [])]
     rows = transforms.refined(valid, columns, source.partition_columns, [*keep, *_listed(fill)])
     if rebuild:

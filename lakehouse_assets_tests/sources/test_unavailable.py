@@ -154,7 +154,10 @@ def test_a_placeholder_keeps_the_value_before_it_in_every_batch_shape(
         rows = [bronze_row(event, offset + i) for i, event in enumerate(events)]
         offset += len(events)
         everything += rows
-        refine(lake, spark, source, spark.createDataFrame(rows, BRONZE_SCHEMA), {"t": version})
+        batch = spark.createDataFrame(rows, BRONZE_SCHEMA)
+        done = refine(lake, spark, source, batch, {"t": version})
+        placeholders = any(event[3] == P for event in events)
+        assert done.unavailable == (["b", "v"] if placeholders else []), shape
         seen = [event for _, batch in BATCHES[: version + 1] for event in batch]
         assert table(spark, lake, source.name, columns) == ordered(model(seen)), shape
     stored = lake.read(spark, SILVER, source.name)
