@@ -143,7 +143,7 @@ def changes(
 
 def _placeholder_in(leaves: list[pa.Array], placeholder: str) -> bool:
     """Whether a text column holds Debezium's placeholder (in its text or base64 form)."""
-    forms = pa.array(debezium.placeholders(placeholder))
+    forms = pa.array(debezium.Placeholder.of(placeholder).texts)
     texts = [array for array in leaves if pa.types.is_string(array.type)]
     return any(pc.any(pc.is_in(array, value_set=forms)).as_py() for array in texts)
 

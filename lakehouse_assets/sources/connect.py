@@ -15,6 +15,7 @@ import base64
 import binascii
 import datetime as dt
 import decimal
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -86,6 +87,8 @@ def column_type(field: dict[str, Any], path: tuple[str, ...]) -> Type:
         return {f["field"]: column_type(f, (*path, f["field"])) for f in members}
     if kind == "array":
         return [column_type(field.get("items") or {}, path)]
+    if kind == "map":
+        return "string"  # its JSON text, as hstore.handling.mode=json sends an hstore
     if name is None and kind in PRIMITIVES:
         return PRIMITIVES[kind]
     if name == DECIMAL:
@@ -122,11 +125,20 @@ def decode(value: Any, field: dict[str, Any], path: tuple[str, ...]) -> Any:
             return {k: decode(v, members[k], (*path, k)) for k, v in value.items() if k in members}
         if kind == "array":
             return [decode(item, field.get("items") or {}, path) for item in value]
+        if kind == "map":  # compact, as Debezium writes hstore's JSON text
+            return json.dumps(_mapping(value), separators=(",", ":"), ensure_ascii=False)
         return _scalar(value, kind, name, field.get("parameters") or {})
     except (TypeError, ValueError, KeyError, AttributeError, OverflowError, binascii.Error):
         expected = _safe_type(field, path)
         seen = observed(value) if not isinstance(value, str) else "string"
         raise Misfit(path, expected, seen) from None
+
+
+def _mapping(value: Any) -> Any:
+    """A Connect map as JSON holds it: an object (string keys) or ``[[key, value], ...]``."""
+    if not isinstance(value, dict | list):
+        raise TypeError(value)
+    return value
 
 
 def _safe_type(field: dict[str, Any], path: tuple[str, ...]) -> Type:

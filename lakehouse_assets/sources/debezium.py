@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import base64
 import decimal
+import hashlib
 import json
+import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from lakehouse_assets.sources import connect
@@ -78,19 +81,41 @@ def envelope(value: dict[str, Any], order_by: str) -> tuple[str, Any, Any, dict[
     return op, row, sequence, schema
 
 
-def placeholders(text: str) -> tuple[str, str]:
-    """The forms a placeholder takes in JSON: its text (text columns), the base64 of its UTF-8
-    bytes (bytes columns)."""
-    return text, base64.b64encode(text.encode()).decode()
+@dataclass(frozen=True)
+class Placeholder:
+    """The forms Debezium's PostgreSQL connector gives a placeholder in JSON
+    (``UnchangedToastedPlaceholder``): its text (text, jsonb, hex-mode bytes), the base64 of its
+    bytes (bytea), and in arrays, maps and hstore's JSON text the forms below."""
+
+    texts: tuple[str, ...]  # a text value: the text, its bytes' base64, hstore's JSON text
+    arrays: tuple[list[Any], ...]  # text[], bytea[], int[]/bigint[] (its bytes), uuid[]
+    map: dict[str, str]  # hstore as a map
+
+    @classmethod
+    def of(cls, setting: str) -> Placeholder:
+        """The forms of ``unavailable.value.placeholder`` (``hex:<digits>`` names its bytes)."""
+        raw = bytes.fromhex(setting[4:]) if setting.startswith("hex:") else setting.encode()
+        text = raw.decode(errors="replace")
+        encoded = base64.b64encode(raw).decode()
+        hstore = json.dumps({text: text}, separators=(",", ":"))
+        digest = bytearray(hashlib.md5(raw).digest())  # Java's UUID.nameUUIDFromBytes
+        digest[6], digest[8] = (digest[6] & 0x0F) | 0x30, (digest[8] & 0x3F) | 0x80
+        name_uuid = str(uuid.UUID(bytes=bytes(digest)))
+        arrays = ([text], [encoded], [int(b if b < 128 else b - 256) for b in raw], [name_uuid])
+        return cls(texts=(text, encoded, hstore), arrays=arrays, map={text: text})
+
+    def holds(self, value: Any) -> bool:
+        """Whether a JSON value is the placeholder in one of its forms."""
+        if isinstance(value, str):
+            return value in self.texts
+        if isinstance(value, list):
+            return bool(value) and value in self.arrays
+        return isinstance(value, dict) and value == self.map
 
 
-def unavailable(row: dict[str, Any], forms: tuple[str, ...]) -> list[str]:
-    """The fields of ``row`` holding a placeholder (its text, its bytes, or an array of it, as
-    Debezium sends an unchanged TOASTed array), set to None in ``row``."""
-    names = []
-    for name, value in row.items():
-        if value in forms or (isinstance(value, list) and value and all(v in forms for v in value)):
-            names.append(name)
+def unavailable(row: dict[str, Any], placeholder: Placeholder) -> list[str]:
+    """The fields of ``row`` holding the placeholder, set to None in ``row``."""
+    names = [name for name, value in row.items() if placeholder.holds(value)]
     for name in names:
         row[name] = None
     return names

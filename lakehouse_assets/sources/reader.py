@@ -68,7 +68,7 @@ class Reader:
     def __init__(self, spec: ReadSpec) -> None:
         self.spec = spec
         self.leaves = spec.leaves()
-        self.placeholders = debezium.placeholders(spec.placeholder)
+        self.placeholder = debezium.Placeholder.of(spec.placeholder)
         self.avro: Any = None
         if spec.format == "avro":
             import fastavro
@@ -151,7 +151,7 @@ class Reader:
     def unavailable(self, row: dict[str, Any]) -> list[str] | None:
         """The columns of ``row``'s fields that hold the placeholder (taken out of ``row``), or
         None when none does."""
-        fields = debezium.unavailable(row, self.placeholders)
+        fields = debezium.unavailable(row, self.placeholder)
         if not fields:
             return None
         columns = [column for column, path, _ in self.leaves if path[0] in fields]

@@ -130,9 +130,23 @@ CASES = [
     (field("x", "bytes", "io.debezium.data.Bits", length="8"), "pQ==", "binary", b"\xa5"),
     ({"type": "array", "optional": True, "items": {"type": "int32"}, "field": "x"}, [1, None, 3],
      ["int"], [1, None, 3]),
+    # From Debezium's own PostgreSQL tests (AbstractRecordsProducerTest): timestamptz
+    # '2016-11-04 13:51:30.123456+02:00' is "2016-11-04T11:51:30.123456Z"; time '24:00:00' is
+    # MicroTime 86400000000; money is a Decimal of scale 2 without a precision; numeric 10.1111
+    # without scale is {scale 4, value 101111 = 01 8A F7, base64 'AYr3'}.
+    (field("x", "string", "io.debezium.time.ZonedTimestamp"), "2016-11-04T11:51:30.123456Z",
+     "timestamp", dt.datetime(2016, 11, 4, 11, 51, 30, 123456, tzinfo=UTC)),
+    (field("x", "int64", "io.debezium.time.MicroTime"), 86_400_000_000, "string", "24:00:00"),
+    (field("x", "bytes", "org.apache.kafka.connect.data.Decimal", scale="2"), "ATCTEg==",
+     "decimal(38,2)", Decimal("199605.94")),
+    ({**VARIABLE, "field": "x"}, {"scale": 4, "value": "AYr3"}, "decimal(38,18)",
+     Decimal("10.111100000000000000")),
     # A numeric without scale: {scale, value}, stored in the documented default decimal(38,18).
     ({**VARIABLE, "field": "x"}, {"scale": 2, "value": "ATCTEg=="}, "decimal(38,18)",
      Decimal("199605.940000000000000000")),
+    # An hstore as a map (hstore.handling.mode=map): the JSON text its json mode sends.
+    ({"type": "map", "optional": True, "keys": {"type": "string"}, "values": {"type": "string"},
+      "field": "x"}, {"a": "1", "b": None}, "string", '{"a":"1","b":null}'),
 ]  # fmt: skip
 
 
@@ -168,6 +182,11 @@ def test_a_type_the_table_cannot_hold_and_an_unknown_name_have_their_reasons() -
     assert json.loads(got["_issues"]) == [[["x"], "string"]]
     unknown = typed([field("x", "string", "io.example.Unknown")], "a", {"id": "int", "x": "string"})
     assert unknown["reason"] == "unsupported Connect type io.example.Unknown of x"
+    # Debezium's timestamptz beyond year 9999 (its tests: "+21016-11-04T06:51:30.123456Z"):
+    # no Spark timestamp holds it.
+    large = field("x", "string", "io.debezium.time.ZonedTimestamp")
+    got = typed([large], "+21016-11-04T06:51:30.123456Z", {"id": "int", "x": "timestamp"})
+    assert got["reason"] == "incompatible x: expected timestamp, got string"
     malformed = typed([{"type": "struct", "fields": [{"type": "int32"}], "field": "x"}], {})
     assert malformed["reason"] == "malformed Connect schema of x"
     wrong = typed([field("x", "int32", "io.debezium.time.Date")], "2024-03-01", {"id": "int"})
@@ -212,6 +231,10 @@ def test_the_placeholder_in_its_text_and_bytes_forms_is_never_a_value() -> None:
     assert (got["x"], got["b"], got["j"], got["a"], got["reason"]) == (None,) * 5
     assert got["_unavailable"] == ["x", "b", "j", "a"]
     # A declared placeholder replaces the default, which is then a value like any other.
+    # ("hex:3c746f61737465643e" names the same bytes as "<toasted>".)
+    assert Reader(spec(schema, placeholder="hex:3c746f61737465643e")).placeholder.texts[0] == (
+        "<toasted>"
+    )
     custom = Reader(spec(schema, placeholder="<toasted>"))
     record = envelope(fields, {**row, "x": "<toasted>", "b": "PHRvYXN0ZWQ+"})  # '<toasted>'
     got = custom.read(record, b"k", 0)
@@ -227,3 +250,28 @@ def test_without_a_connect_schema_values_are_inferred_as_before() -> None:
     assert schema == {"id": "long", "price": "string"}  # notes: no value, no type
     got = Reader(spec(schema)).read(record, b"k", 0)
     assert (got["price"], got["_unavailable"]) == ("ATCTEg==", None)
+
+
+# The other forms of Debezium's PostgreSQL connector (UnchangedToastedPlaceholder): an int[] or
+# bigint[] as the placeholder's bytes (its characters' codes: '_' is 95, 'd' 100, ...), a uuid[]
+# as "b68a35a7-17ad-35b3-af2a-ae46edb4545a" and hstore as a map or its JSON text (both the
+# values its tests expect: DecoderDifferences, PostgresDefaultValueConverterIT).
+OTHER_FORMS = [
+    ({"type": "array", "optional": True, "items": {"type": "int32"}, "field": "x"},
+     [ord(c) for c in "__debezium_unavailable_value"]),
+    ({"type": "array", "optional": True, "field": "x",
+      "items": {"type": "string", "name": "io.debezium.data.Uuid"}},
+     ["b68a35a7-17ad-35b3-af2a-ae46edb4545a"]),
+    (field("x", "string", "io.debezium.data.Json"),
+     '{"__debezium_unavailable_value":"__debezium_unavailable_value"}'),
+    ({"type": "map", "optional": True, "keys": {"type": "string"}, "values": {"type": "string"},
+      "field": "x"}, {"__debezium_unavailable_value": "__debezium_unavailable_value"}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("connect", "value"), OTHER_FORMS)
+def test_the_placeholder_in_arrays_and_maps_is_never_a_value(connect: dict, value: Any) -> None:
+    record = envelope([connect], {"id": 1, "x": value})
+    declared = {"id": "int", "x": "string"}  # whatever the column's type: nothing is read
+    got = Reader(spec(declared)).read(record, b"k", 0)
+    assert (got["reason"], got["x"], got["_unavailable"]) == (None, None, ["x"])
