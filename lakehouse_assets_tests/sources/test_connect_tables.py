@@ -1,7 +1,8 @@
 """A ``cdc-scd1`` table typed by the Kafka Connect schema its Debezium envelopes carry, through
 ``refine`` (no Kafka, no Dagster): Spark types as docs/sources.md maps them, values exact, a
 column the schema gains added, a decimal widened, and a type the table cannot hold quarantined
-with its reason. Expected values are computed by hand in the comments of ``test_connect``."""
+with its reason; then the issue's case on the broker, through the declared assets. Expected
+values are computed by hand in the comments of ``test_connect``."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import dagster as dg
 from pyspark.sql import SparkSession
 from pyspark.sql.types import (
     BinaryType,
@@ -21,7 +23,10 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from lakehouse_assets.constants import SILVER
+from lakehouse_assets.constants import SILVER, asset_key
+from lakehouse_assets.devtools.broker import EmbeddedBroker
+from lakehouse_assets.sample_data import Message, produce
+from lakehouse_assets.sources.assets import source_assets
 from lakehouse_assets.sources.declarations import load_declaration
 from lakehouse_assets.sources.refine import refine
 from lakehouse_assets_tests.sources.test_connect import VARIABLE, field
@@ -108,3 +113,40 @@ def test_connect_types_become_spark_types_and_their_changes_evolve_or_quarantine
     ]
     schema = json.loads(Path(lake.path(SILVER, "_schemas", "t.json")).read_text())
     assert schema["price"] == "decimal(14,4)" and schema["amount"] == "decimal(38,18)"
+
+
+TOPIC = "shop.public.orders"
+TEXT = "x" * 100  # stands for a TOASTed text: Debezium sends it whole on insert
+
+
+def test_the_issues_topic_lands_typed_and_keeps_the_toasted_text(
+    tmp_path: Path, broker: EmbeddedBroker, resources: dict[str, Any], spark: SparkSession
+) -> None:
+    """Issue 58's report, on the broker: a numeric(12,2) 'ATCTEg==' is 199605.94, not text; an
+    update carrying the placeholder for the unchanged text keeps it; the run says which column
+    held the placeholder."""
+    resources["kafka"].create_topic(TOPIC, partitions=1)
+    (tmp_path / "orders.yaml").write_text(
+        f"topic: {TOPIC}\nformat: debezium-json\nmode: cdc-scd1\nkeys: [id]\norder_by: source.lsn\n"
+    )
+    source = load_declaration(tmp_path / "orders.yaml")
+    fields = [FIELDS[0], FIELDS[1], field("body", "string")]
+    rows = [
+        {"id": 1, "price": "ATCTEg==", "body": TEXT},
+        {"id": 1, "price": "/s9s7g==", "body": "__debezium_unavailable_value"},
+    ]
+    messages = []
+    for lsn, row in enumerate(rows):
+        value = bronze_row(fields, row, 100 + lsn, lsn)[1]
+        messages.append(Message(TOPIC, json.dumps({"id": 1}), value.decode()))
+    produce(broker.bootstrap_servers, messages)
+    result = dg.materialize(source_assets(source), resources=resources)
+    lake: LakeResource = resources["lake"]
+    stored = lake.read(spark, SILVER, "orders")
+    assert stored.schema["price"].dataType == DecimalType(12, 2)
+    assert [tuple(r) for r in stored.select("id", "price", "body").collect()] == [
+        (1, Decimal("-199605.94"), TEXT)
+    ]
+    key = asset_key(SILVER, "orders")
+    (silver,) = [m for m in result.get_asset_materialization_events() if m.asset_key == key]
+    assert silver.materialization.metadata["columns_unavailable"].value == "body"
