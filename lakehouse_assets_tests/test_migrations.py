@@ -19,6 +19,7 @@ from kafka.admin import KafkaAdminClient, NewTopic
 from pyspark.sql import SparkSession
 
 from lakehouse_assets import cli, migrations, sample_data
+from lakehouse_assets.admin import keys_missing
 from lakehouse_assets.constants import (
     BRONZE,
     CHECKPOINTS_DIR,
@@ -41,7 +42,7 @@ from lakehouse_assets.devtools.broker import EmbeddedBroker
 from lakehouse_assets.migrations import OutdatedTableError
 from lakehouse_assets.sample_data import LandingFile, Message, produce
 from lakehouse_assets.silver.assets import silver_assets
-from lakehouse_assets.silver.parsed import PARSED_TABLES, keys_missing
+from lakehouse_assets.silver.parsed import PARSED_TABLES
 from lakehouse_assets_tests.bronze.helpers import BPM_ASSET, HEART_RATE_ASSET
 from lakehouse_assets_tests.test_end_to_end import AS_OF, assert_reports_match, gold_rows
 from resources import (

@@ -114,26 +114,16 @@ def _rebuild(lake: LakeResource, spec: ParsedTable, parsed: DataFrame, markers: 
     with cached(spec.quarantine(parsed)) as rejected:
         lake.replace(SILVER, spec.quarantine_table, rejected, markers)
         count = rejected.count()
-    lake.replace(SILVER, spec.table, _all_rows(spec, parsed), markers, layout(spec.table))
+    lake.replace(SILVER, spec.table, all_rows(spec, parsed), markers, layout(spec.table))
     return count
 
 
-def _all_rows(spec: ParsedTable, parsed: DataFrame) -> DataFrame:
+def all_rows(spec: ParsedTable, parsed: DataFrame) -> DataFrame:
     """The table's rows from all of bronze (``parsed``)."""
     rows = dated(spec.table, spec.shape(valid(parsed)))
     if spec.from_history:  # the newest event of a deleted key is its delete: no row
         rows = rows.where(~F.col("deleted")).drop("deleted")
     return rows
-
-
-def keys_missing(lake: LakeResource, spark: SparkSession, spec: ParsedTable) -> int:
-    """How many keys the table lacks that all of bronze gives it (one query): more than 0 when an
-    earlier version's rule kept fewer rows (``lakehouse migrate`` rebuilds it then)."""
-    if not lake.exists(SILVER, spec.table):
-        return 0
-    expected = _all_rows(spec, spec.parse(lake.read(spark, BRONZE, spec.source)))
-    held = lake.read(spark, SILVER, spec.table).select(*spec.keys)
-    return expected.select(*spec.keys).join(held, list(spec.keys), "left_anti").count()
 
 
 def _reconcile(
