@@ -8,6 +8,10 @@ than it, arriving after it, never brings the row back; a delete wins a tie.
 A column a change holds Debezium's placeholder in (``_unavailable``: the connector could not read
 it, an unchanged TOASTed value) takes the value of the key's last change before it that had one
 (of the batch, or stored), never across a delete: NULL when there is none (``fill``).
+
+A truncate (declared ``truncate: apply``) is a delete of every key at its sequence
+(``truncated``): of the keys stored when it arrives, and of any key of a change arriving after it.
+The deletes table records it as a delete of no key (its key columns NULL).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from collections.abc import Sequence
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from lakehouse_assets.sources.debezium import TRUNCATE
 from lakehouse_assets.sources.reader import DELETED, OP, SEQUENCE, UNAVAILABLE
 from lakehouse_assets.sources.transforms import KAFKA_COLUMNS, newest_per_key
 
@@ -101,6 +106,26 @@ def fill_from_stored(
     )
     kept = [name for name in changes.columns if name != UNAVAILABLE]
     return fill(events, keys, columns).where(F.col(batch)).select(*[f"`{c}`" for c in kept])
+
+
+def truncated(
+    rows: DataFrame, known: DataFrame, recorded: DataFrame, keys: Sequence[str]
+) -> tuple[DataFrame, DataFrame]:
+    """The batch's truncates made deletes of keys: ``rows`` without its truncates, with a delete
+    of each key of ``rows`` at each truncate of the batch and each ``recorded`` one (rows of the
+    deletes table of no key), and of each key of ``known`` (the stored keys) at each truncate of
+    the batch; then the same with the batch's truncates, which the deletes table records."""
+    is_truncate = F.col(OP) == TRUNCATE
+    truncates, changes = rows.where(is_truncate), rows.where(~is_truncate)
+    batch_at = truncates.select(*DELETE_COLUMNS)
+    every_at = batch_at.unionByName(recorded.select(*DELETE_COLUMNS))
+    emptied = (
+        changes.select(*keys).distinct().crossJoin(every_at)
+        .unionByName(known.select(*keys).crossJoin(batch_at))
+    )  # fmt: skip
+    deletes = emptied.withColumn(DELETED, F.lit(True)).withColumn(OP, F.lit(TRUNCATE))
+    written = changes.unionByName(deletes, allowMissingColumns=True)
+    return written, written.unionByName(truncates)
 
 
 def new_deletes(changes: DataFrame, keys: Sequence[str]) -> DataFrame:

@@ -3,6 +3,10 @@
 schema of its row (``lakehouse_assets.sources.connect`` types the row by it). MongoDB's connector
 writes documents as extended JSON text, read here as plain values. The connector's placeholder of
 a value it could not read (an unchanged TOASTed column) is taken out of the row (``unavailable``).
+
+A truncate (``op: t``) has no row: its row is empty. The connector's other messages (heartbeats,
+transaction boundaries, notifications, logical decoding messages) change no row: ``not_a_change``
+names them.
 """
 
 from __future__ import annotations
@@ -18,7 +22,16 @@ from typing import Any
 from lakehouse_assets.sources import connect
 from lakehouse_assets.sources.values import timestamp
 
-OPS = ("c", "u", "d", "r")
+OPS = ("c", "u", "d", "r")  # the row changes
+TRUNCATE = "t"
+MESSAGE = "m"  # a logical decoding message (pg_logical_emit_message): no row of a table
+# Schema names of the connector's messages that are not changes (Debezium's SchemaFactory).
+NOT_CHANGES = {
+    "io.debezium.connector.common.Heartbeat": "a heartbeat",
+    "io.debezium.connector.common.TransactionMetadataValue": "a transaction boundary",
+    "io.debezium.connector.common.Notification": "a notification",
+}
+TRANSACTION_STATUSES = ("BEGIN", "END")
 MICRO = decimal.Decimal("0.000001")
 PLACEHOLDER = "__debezium_unavailable_value"  # unavailable.value.placeholder's default
 
@@ -46,9 +59,30 @@ def _document(value: Any) -> Any:
     return value
 
 
+def not_a_change(value: dict[str, Any]) -> str | None:
+    """What a message of the connector that changes no row is (``a heartbeat``, ...), by its
+    Connect schema's name, else by its shape; None for a change event (or anything else)."""
+    if "schema" in value and "payload" in value:
+        schema, payload = value["schema"], value["payload"]
+        name = schema.get("name") if isinstance(schema, dict) else None
+        if isinstance(name, str) and name in NOT_CHANGES:
+            return NOT_CHANGES[name]
+        value = payload if isinstance(payload, dict) else {}
+    if value.get("op") == MESSAGE:
+        return "a logical decoding message"
+    if "op" in value:
+        return None
+    if value.keys() == {"ts_ms"}:
+        return "a heartbeat"
+    if value.get("status") in TRANSACTION_STATUSES and "id" in value and "ts_ms" in value:
+        return "a transaction boundary"
+    return None
+
+
 def envelope(value: dict[str, Any], order_by: str) -> tuple[str, Any, Any, dict[str, Any] | None]:
     """``(op, row, sequence, row schema)`` of a Debezium change event; the row's Connect schema
-    when the envelope carries one describing it as a struct, else None.
+    when the envelope carries one describing it as a struct, else None. A truncate's row is
+    empty.
 
     Raises:
         ValueError: not a change this reads (the message is the reason).
@@ -59,9 +93,11 @@ def envelope(value: dict[str, Any], order_by: str) -> tuple[str, Any, Any, dict[
     op = value.get("op")
     if op is None:
         raise ValueError("not a change event: no op")
-    if op not in OPS:
+    if op not in (*OPS, TRUNCATE):
         raise ValueError(f"unsupported op {op}")
-    if op == "d":
+    if op == TRUNCATE:
+        row = {}
+    elif op == "d":
         row = _document(value.get("before")) or _document(value.get("filter"))
         if row is None:
             raise ValueError("delete without before")

@@ -9,6 +9,7 @@ A declaration (``sources/orders.yaml``; the file's name is the source's name)::
     keys: [id]
     order_by: source.lsn             # default: the Kafka offset
     unavailable_value_placeholder: __debezium_unavailable_value   # the connector's setting
+    truncate: apply                  # a truncate empties the table; default: quarantine
     partition_by: [country, date(created_at)]
 
 A ``route-by-type`` source adds a ``routing`` block (``lakehouse_assets.sources.routing``).
@@ -114,6 +115,13 @@ class SourceDeclaration(BaseModel):
         description="debezium-json: the connector's unavailable.value.placeholder. A column "
         "holding it (its text, or in a bytes column its bytes) keeps the key's stored value "
         "(cdc-scd1), the previous version's (cdc-scd2); NULL in other modes. Never stored.",
+    )
+    truncate: Literal["apply", "quarantine"] = Field(
+        default="quarantine",
+        description="A Debezium truncate (op t, sent when the connector's skipped.operations "
+        "leaves t out). 'apply' (cdc modes): it deletes every row older than it (cdc-scd1) or "
+        "closes every version open at it (cdc-scd2), and a change older than it arriving later "
+        "stays out. 'quarantine': it goes to the quarantine table with its reason.",
     )
 
     @field_validator("name")
@@ -251,6 +259,8 @@ def _rule_errors(declaration: SourceDeclaration) -> Iterator[tuple[str, str]]:
             yield "format", f"mode {declaration.mode} reads Debezium envelopes: 'debezium-json'"
         if not declaration.keys:
             yield "keys", f"mode {declaration.mode} needs the key columns of the rows"
+    if declaration.truncate == "apply" and declaration.mode not in CDC_MODES:
+        yield "truncate", "'apply' empties a table of keyed changes: mode cdc-scd1 or cdc-scd2"
     if declaration.mode == "latest-per-key" and declaration.keys:
         yield "keys", "latest-per-key keys rows by the Kafka key: leave 'keys' out"
     if declaration.mode == "latest-per-key" and declaration.order_by != OFFSET:

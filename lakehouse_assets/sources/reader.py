@@ -29,6 +29,7 @@ DELETED, SKIPPED = "_deleted", "_skipped"  # deletes its key; changes nothing
 SEQUENCE_TYPE = pa.decimal128(38, 6)
 ORDER_KIND = "_order_kind"  # what the order value was: long, double or timestamp (ISO text)
 UNAVAILABLE = "_unavailable"  # the columns a Debezium change holds the placeholder in (or null)
+TRUNCATE_REJECTED = "a truncate (op t), kept out: the declaration's 'truncate: apply' applies it"
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,7 @@ class ReadSpec:
     separator: str = "_"  # between a flattened column's parent and child names
     keep_empty_strings: bool = False  # False: an empty string is stored as NULL
     placeholder: str = debezium.PLACEHOLDER  # Debezium's unavailable.value.placeholder
+    truncates: bool = False  # a truncate is read (a delete of no key), not rejected
 
     def leaves(self) -> list[tuple[str, tuple[str, ...], Type]]:
         return list(types.leaves(self.schema, self.flatten, self.separator))
@@ -110,8 +112,12 @@ class Reader:
                 raise ValueError("null key")
             row, struct = self.decode(value), None
             if spec.format == "debezium-json":
+                if debezium.not_a_change(row):
+                    return {REASON: None, SKIPPED: True}
                 op, row, order, struct = debezium.envelope(row, spec.order_by)
-                out[OP], out[DELETED] = op, op == "d"
+                if op == debezium.TRUNCATE and not spec.truncates:
+                    raise ValueError(TRUNCATE_REJECTED)
+                out[OP], out[DELETED] = op, op in ("d", debezium.TRUNCATE)
                 order = offset if spec.order_by == "offset" else order
                 out[SEQUENCE] = debezium.sequence(order)
                 out[ORDER_KIND] = debezium.order_kind(order)
@@ -134,7 +140,7 @@ class Reader:
                 for name in path:
                     value_at = value_at.get(name) if isinstance(value_at, dict) else None
                 out[column] = value_at
-            for key_column in spec.keys:
+            for key_column in spec.keys if out.get(OP) != debezium.TRUNCATE else ():
                 if out.get(key_column) is None:
                     raise ValueError(f"missing key {key_column}")
             if spec.format == "debezium-json" and out[SEQUENCE] is None:

@@ -22,7 +22,7 @@ from pyspark.sql.types import StructField, StructType
 
 from lakehouse_assets.constants import BRONZE, SILVER
 from lakehouse_assets.silver.validation import REASON, kafka_quarantine
-from lakehouse_assets.sources import avro, cdc, evolution, transforms, writes
+from lakehouse_assets.sources import avro, cdc, debezium, evolution, transforms, writes
 from lakehouse_assets.sources import schema as types
 from lakehouse_assets.sources.declarations import CDC_MODES, SourceDeclaration
 from lakehouse_assets.sources.reader import (
@@ -58,6 +58,8 @@ class Refined:
     added: list[str] = field(default_factory=list)
     widened: list[str] = field(default_factory=list)
     unavailable: list[str] = field(default_factory=list)  # held Debezium's placeholder somewhere
+    truncates: int = 0  # Debezium truncates applied
+    skipped: int = 0  # records that change no row: tombstones, heartbeats, transaction markers
     waiting: bool = False  # no valid record yet: the batch is read again with the next (``_waits``)
 
     def metadata(self) -> dict[str, Any]:
@@ -69,6 +71,8 @@ class Refined:
             "columns_added": ", ".join(self.added) or "-",
             "columns_widened": ", ".join(self.widened) or "-",
             "columns_unavailable": ", ".join(self.unavailable) or "-",
+            "truncates_applied": self.truncates,
+            "records_skipped": self.skipped,
         }
 
 
@@ -115,7 +119,7 @@ def read_spec(source: SourceDeclaration, schema: Schema) -> ReadSpec:
         keys=source.keys if source.mode in CDC_MODES else (), order_by=source.order_by,
         avsc=avsc, avro_framing=source.avro_framing, separator=source.separator,
         keep_empty_strings=source.keeps_empty_strings,
-        placeholder=source.unavailable_value_placeholder,
+        placeholder=source.unavailable_value_placeholder, truncates=source.truncate == "apply",
     )  # fmt: skip
 
 
@@ -149,7 +153,7 @@ def refine(
     one commit (readers see the old table until then)."""
     done = Refined()
     schema, typed = read_growing(lake, source, changes, done)
-    done.read, fill = _read_and_unavailable(typed, source)
+    done.read, fill, done.truncates, done.skipped = _batch_facts(typed, source)
     if done.widened and not rebuild and lake.exists(SILVER, source.name):
         writes.widen_table(lake, spark, source, schema)
     columns = [column for column, _, _ in types.leaves(schema, source.flatten, source.separator)]
@@ -168,25 +172,32 @@ def refine(
     fill = done.unavailable = [column for column in fill if column in columns]
     keep = [DELETED, *([OP, SEQUENCE] if source.mode in CDC_MODES else [])]
     rows = transforms.refined(valid, columns, source.partition_columns, [*keep, *_listed(fill)])
+    deleting = rows
+    if source.truncate == "apply":
+        truncates = done.truncates > 0
+        rows, deleting = writes.apply_truncates(lake, spark, source, rows, truncates, rebuild)
     if rebuild:
         done.rows = writes.replace(lake, source, rows, markers, validity, fill)
     elif not lake.holds(SILVER, source.name, markers):
         conformed = writes.conform(lake, source, rows)
         done.rows = writes.keep(lake, spark, source, conformed, markers, validity, fill)
     if source.mode in CDC_MODES:
-        writes.record_deletes(lake, source, rows, markers, rebuild)
+        writes.record_deletes(lake, source, deleting, markers, rebuild)
     return done
 
 
-def _read_and_unavailable(typed: DataFrame, source: SourceDeclaration) -> tuple[int, list[str]]:
-    """The records read, and (CDC) the columns some of them hold Debezium's placeholder in:
-    one query (the rows are checkpointed)."""
+def _batch_facts(typed: DataFrame, source: SourceDeclaration) -> tuple[int, list[str], int, int]:
+    """The records read and, for CDC, the columns some of them hold Debezium's placeholder in,
+    the truncates read and the records skipped: one query (the rows are checkpointed)."""
     if source.mode not in CDC_MODES:
-        return typed.count(), []
+        return typed.count(), [], 0, 0
     listed = F.array_distinct(F.flatten(F.collect_set(UNAVAILABLE)))
-    row = typed.agg(F.count(F.lit(1)).alias("n"), listed.alias("listed")).first()
+    truncates = F.count(F.when(F.col(OP) == debezium.TRUNCATE, True))
+    skipped = F.count(F.when(F.col(SKIPPED), True))
+    facts = [F.count(F.lit(1)), listed, truncates, skipped]
+    row = typed.agg(*[fact.alias(f"_{n}") for n, fact in enumerate(facts)]).first()
     assert row is not None  # an aggregate without grouping has one row
-    return row["n"], sorted(row["listed"] or [])
+    return row[0], sorted(row[1] or []), row[2], row[3]
 
 
 def _listed(fill: Sequence[str]) -> list[str]:

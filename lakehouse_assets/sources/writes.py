@@ -133,6 +133,28 @@ def record_deletes(
         lake.merge(SILVER, table, deleted, keys, markers=markers)
 
 
+def apply_truncates(
+    lake: LakeResource,
+    spark: SparkSession,
+    source: SourceDeclaration,
+    rows: DataFrame,
+    batch_truncates: bool,
+    rebuild: bool = False,
+) -> tuple[DataFrame, DataFrame]:
+    """``cdc.truncated`` of the batch's ``rows``: the rows to write, and those whose deletes to
+    record. The truncates recorded before, and (when the batch truncates) the keys stored:
+    ``silver.<source>``'s (``cdc-scd2``: of its open versions). With ``rebuild``, ``rows`` are
+    every change, so neither is read."""
+    keys = list(source.keys)
+    recorded, known = rows.limit(0), rows.limit(0)
+    if not rebuild and lake.exists(SILVER, deletes_table(source)):
+        recorded = lake.read(spark, SILVER, deletes_table(source)).where(F.col(keys[0]).isNull())
+    if not rebuild and batch_truncates and lake.exists(SILVER, source.name):
+        known = lake.read(spark, SILVER, source.name)
+        known = known.where(F.col(cdc.IS_CURRENT)) if source.mode == "cdc-scd2" else known
+    return cdc.truncated(rows, known, recorded, keys)
+
+
 def _no_versions(rows: DataFrame) -> DataFrame:
     """No stored versions, in the shape of a new table's (``valid_from`` the sequence)."""
     return rows.limit(0).withColumnRenamed(SEQUENCE, cdc.VALID_FROM)

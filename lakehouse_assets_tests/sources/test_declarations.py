@@ -64,6 +64,8 @@ DOCUMENTS = "  documents: {X: {table: t, month_from: d}}\n"
         ("topic: a\ntopic_pattern: 'b.*'\n", 1, "topic", "exactly one of"),
         ("topic_pattern: '(unclosed'\n", 1, "topic_pattern", "regular expression"),
         ("topic: a\nmode: latest-per-key\norder_by: ts\n", 3, "order_by", "offset"),
+        ("topic: a\nformat: debezium-json\ntruncate: apply\n", 3, "truncate", "cdc-scd1"),
+        ("topic: a\ntruncate: empty\n", 2, "truncate", "'apply' or 'quarantine'"),
         ("topic: a\nsample_size: 0\n", 2, "sample_size", "greater than 0"),
         ("topic: a\nformat: avro\n", 1, "avro_schema", ".avsc"),
         ("topic: a\nformat: avro\navro_schema: none.avsc\n", 3, "avro_schema", "not a valid Avro"),

@@ -9,7 +9,7 @@ from decimal import Decimal
 import pytest
 
 from lakehouse_assets.sources import cdc
-from lakehouse_assets.sources.reader import Reader, ReadSpec
+from lakehouse_assets.sources.reader import TRUNCATE_REJECTED, Reader, ReadSpec
 from lakehouse_assets.sources.values import observed
 
 SCHEMA = {
@@ -104,7 +104,9 @@ def test_debezium_envelopes(envelope, expected) -> None:
     ("envelope", "reason"),
     [
         ({"after": {"id": 1}}, "not a change event: no op"),
-        ({"op": "t", "source": {"lsn": 1}}, "unsupported op t"),
+        ({"op": "x", "after": {"id": 1}, "source": {"lsn": 1}}, "unsupported op x"),
+        ({"op": "t", "source": {"lsn": 1}}, TRUNCATE_REJECTED),  # not declared applied
+        ({"status": "BEGIN", "ts_ms": 1}, "not a change event: no op"),  # no transaction id
         ({"op": "d", "before": None, "source": {"lsn": 1}}, "delete without before"),
         ({"op": "u", "patch": '{"$set": {"name": "b"}}', "filter": '{"id": 1}',
           "source": {"lsn": 1}}, "partial update ($set/$unset)"),
@@ -115,6 +117,40 @@ def test_debezium_envelopes(envelope, expected) -> None:
 )  # fmt: skip
 def test_envelopes_that_are_not_changes_get_their_reason(envelope, reason) -> None:
     assert read(envelope, ROW, **CDC)["reason"] == reason
+
+
+def test_an_applied_truncate_is_a_delete_of_no_key_at_its_sequence() -> None:
+    truncate = {"op": "t", "ts_ms": 1, "source": {"lsn": 9, "table": "t"}}
+    got = read(truncate, ROW, **CDC, truncates=True)
+    expected = {"reason": None, "_op": "t", "_deleted": True, "_sequence": Decimal(9), "id": None}
+    assert {k: got[k] for k in expected} == expected
+    assert read({"op": "t", "source": {}}, ROW, **CDC, truncates=True)["reason"] == (
+        "missing source.lsn"
+    )
+
+
+HEARTBEAT = "io.debezium.connector.common.Heartbeat"
+TRANSACTION = "io.debezium.connector.common.TransactionMetadataValue"
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        {"ts_ms": 1764547200000},  # a heartbeat
+        {"schema": {"type": "struct", "name": HEARTBEAT}, "payload": {"ts_ms": 1764547200000}},
+        {"status": "BEGIN", "id": "571:53195829", "ts_ms": 1, "event_count": None,
+         "data_collections": None},
+        {"status": "END", "id": "571:53195829", "ts_ms": 1, "event_count": 2,
+         "data_collections": [{"data_collection": "public.t", "event_count": 2}]},
+        {"schema": {"type": "struct", "name": TRANSACTION},
+         "payload": {"status": "END", "id": "1", "ts_ms": 1}},
+        {"op": "m", "ts_ms": 1, "source": {"lsn": 3}, "message": {"prefix": "p", "content": ""}},
+        {"schema": {"type": "struct", "name": "io.debezium.connector.common.Notification"},
+         "payload": {"id": "n1", "aggregate_type": "Initial Snapshot", "type": "STARTED"}},
+    ],
+)  # fmt: skip
+def test_the_connectors_messages_that_change_no_row_are_skipped(message) -> None:
+    assert read(message, ROW, **CDC) == {"reason": None, "_skipped": True}
 
 
 @pytest.mark.parametrize(
