@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import dagster as dg
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from lakehouse_assets.checks.reconciliation import READINGS_IN_WORKOUT_BPM, RECONCILED_WITH_BRONZE
 from lakehouse_assets.checks.rules import (
@@ -19,7 +19,7 @@ from lakehouse_assets.checks.rules import (
     TableRules,
     quarantine_warn_rate,
 )
-from lakehouse_assets.checks.transforms import Outcome, evaluate
+from lakehouse_assets.checks.transforms import Outcome, count_offending, evaluate
 from lakehouse_assets.constants import asset_key
 from resources import LakeResource, delta
 from resources.delta import PartitionFilters
@@ -86,11 +86,16 @@ def check_results(
     table: str,
     rules: TableRules | None = None,
     written: PartitionFilters | None = None,
+    batch: DataFrame | None = None,
 ) -> list[dg.AssetCheckResult]:
     """The checks of ``<layer>.<table>`` evaluated on its current snapshot (``rules``: the
-    fitness table's own when not given); none when it has no rules or does not exist. With
-    ``written`` (the day partitions a run wrote: ``checked_days``) and rules whose key fixes the
-    day, only those partitions are read, so a check's cost follows the run's data."""
+    fitness table's own when not given); none when it has no rules or does not exist.
+
+    With ``batch`` (``written_rows``: rows the run wrote that stand for the table) the rules are
+    counted on it, and when none fails on it none fails on the table: the table is read only to
+    count and show a failure. With ``written`` (the day partitions a run wrote: ``checked_days``)
+    and rules whose key fixes the day, only those partitions are read, so a check's cost follows
+    the run's data."""
     rules = rules if rules is not None else RULES.get((layer, table))
     if rules is None or not rules.check_names():
         return []
@@ -98,10 +103,28 @@ def check_results(
     if not lake.exists(layer, table):  # nothing written yet: nothing can break a rule
         return [dg.AssetCheckResult(asset_key=key, check_name=n, passed=True)
                 for n in rules.check_names()]  # fmt: skip
+    if batch is not None and not any(count_offending(batch, rules).values()):
+        scope = {"evaluated_on": "the rows this run wrote"}
+        return [_result(key, Outcome(name, 0, []), scope) for name in rules.check_names()]
     partitions = written if rules.key_fixes_day else None
     rows = lake.read(spark, layer, table, partitions=partitions)
     metadata = {"partitions": delta.predicate(partitions)} if partitions else {}
     return [_result(key, outcome, metadata) for outcome in evaluate(rows, rules)]
+
+
+def written_rows(
+    context: dg.AssetExecutionContext, key: dg.AssetKey, rows: DataFrame | None, created: bool
+) -> DataFrame | None:
+    """``rows``, what a run's write took (checkpointed), when they stand for the table in its
+    checks: when the rules held on the table before the write and hold on ``rows``, they hold
+    on the table after it. So it is for rows merged by the rules' key (a batch unique by the
+    key keeps the table so; rows not taken, deleted or replaced left rows that held) or
+    replacing the days they are of, where the key fixes the day. The rules held before when
+    the write ``created`` the table, or no blocking check failed at its latest write; else
+    (a table never written by an asset, or failing) None: the checks read the table."""
+    if rows is None or not (created or _failed_at_latest(context.instance, key) == []):
+        return None
+    return rows
 
 
 def checked_days(
@@ -166,24 +189,26 @@ def failed_upstream_checks(
 ) -> list[str]:
     """The blocking checks that failed on the latest write of each ``upstream`` asset, as
     ``<asset>:<check>`` (the checks are evaluated in the run that writes the table)."""
+    return sorted(failed for key in upstream for failed in _failed_at_latest(instance, key) or [])
+
+
+def _failed_at_latest(instance: dg.DagsterInstance, key: dg.AssetKey) -> list[str] | None:
+    """The blocking checks that failed on the latest write of ``key``; None before any."""
+    latest = instance.get_latest_materialization_event(key)
+    if latest is None:
+        return None
     failed: list[str] = []
-    for key in upstream:
-        latest = instance.get_latest_materialization_event(key)
-        if latest is None:
-            continue
-        events = instance.all_logs(
-            latest.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION
-        )
-        for entry in events:
-            evaluation = entry.dagster_event.event_specific_data if entry.dagster_event else None
-            if (
-                isinstance(evaluation, dg.AssetCheckEvaluation)
-                and evaluation.asset_key == key
-                and evaluation.blocking
-                and not evaluation.passed
-            ):
-                failed.append(f"{key.to_user_string()}:{evaluation.check_name}")
-    return sorted(failed)
+    events = instance.all_logs(latest.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)
+    for entry in events:
+        evaluation = entry.dagster_event.event_specific_data if entry.dagster_event else None
+        if (
+            isinstance(evaluation, dg.AssetCheckEvaluation)
+            and evaluation.asset_key == key
+            and evaluation.blocking
+            and not evaluation.passed
+        ):
+            failed.append(f"{key.to_user_string()}:{evaluation.check_name}")
+    return failed
 
 
 def require_upstream_checks_passed(context: dg.AssetExecutionContext) -> None:

@@ -17,6 +17,7 @@ from lakehouse_assets.checks.results import (
     not_empty_spec,
     require_upstream_checks_passed,
     table_check_specs,
+    written_rows,
 )
 from lakehouse_assets.constants import (
     COMPLETED_WORKOUTS,
@@ -79,13 +80,17 @@ def _replace_days(
 
     Each day's materialization carries that day's row count."""
     days = [(GOLD_PARTITION, ">=", first.isoformat()), (GOLD_PARTITION, "<=", last.isoformat())]
+    key = asset_key(GOLD, table)
+    rows = rows.localCheckpoint()  # written, counted and checked without reading silver again
+    created = not lake.exists(GOLD, table)
     lake.replace_partitions(GOLD, table, rows, days, partition_by=[GOLD_PARTITION])
     per_day = {r[0].isoformat(): r[1] for r in rows.groupBy(GOLD_PARTITION).count().collect()}
     for day in context.partition_keys:
         context.add_asset_metadata(
             {"dagster/partition_row_count": per_day.get(day, 0)}, partition_key=day
         )
-    key = asset_key(GOLD, table)
+    # The rows of the days replaced, where the key fixes the day (``checks.rules``).
+    batch = written_rows(context, key, rows, created)
     return dg.MaterializeResult(
         metadata={
             **table_metadata(lake, GOLD, table),
@@ -93,7 +98,9 @@ def _replace_days(
             **profile_after_write(lake, spark, GOLD, table),
         },
         check_results=[
-            *check_results(lake, spark, GOLD, table, written=checked_days(context, key, days)),
+            *check_results(
+                lake, spark, GOLD, table, written=checked_days(context, key, days), batch=batch
+            ),
             not_empty_result(lake, key, context.assets_def.asset_deps[key]),
         ],
     )

@@ -17,6 +17,7 @@ from lakehouse_assets.checks.results import (
     reconciliation_result,
     reconciliation_spec,
     table_check_specs,
+    written_rows,
 )
 from lakehouse_assets.checks.transforms import Outcome
 from lakehouse_assets.constants import (
@@ -57,11 +58,15 @@ WORKOUT_BPM_UPSTREAM = [asset_key(SILVER, t) for t in (COMPLETED_WORKOUTS, HEART
     **SILVER_ASSET,
 )
 def completed_workouts(
-    config: SilverConfig, spark: SparkResource, lake: LakeResource
+    context: dg.AssetExecutionContext,
+    config: SilverConfig,
+    spark: SparkResource,
+    lake: LakeResource,
 ) -> dg.MaterializeResult:
     """Each start paired with its stop within 3 hours; a start waits for its stop."""
     session = spark.get_session()
     changes, markers, fresh = read_changes(lake, session, COMPLETED_WORKOUTS, (SILVER, WORKOUTS))
+    key, batch = asset_key(SILVER, COMPLETED_WORKOUTS), None
     if config.full_refresh:
         paired = transforms.completed_workouts(lake.read(session, SILVER, WORKOUTS))
         lake.replace(
@@ -76,20 +81,20 @@ def completed_workouts(
             actions.join(changed, transforms.WORKOUT_KEYS, "left_semi")
         )
         rows = dated(COMPLETED_WORKOUTS, paired).localCheckpoint()
+        created = not lake.exists(SILVER, COMPLETED_WORKOUTS)
         lake.merge(
             SILVER, COMPLETED_WORKOUTS, rows, transforms.WORKOUT_KEYS, markers=markers,
             partition_by=layout(COMPLETED_WORKOUTS),
         )  # fmt: skip
+        batch = written_rows(context, key, rows, created)  # merged by the rules' key
     return dg.MaterializeResult(
         metadata={
             **table_metadata(lake, SILVER, COMPLETED_WORKOUTS),
             **profile_after_write(lake, session, SILVER, COMPLETED_WORKOUTS),
         },
         check_results=[
-            *check_results(lake, session, SILVER, COMPLETED_WORKOUTS),
-            not_empty_result(
-                lake, asset_key(SILVER, COMPLETED_WORKOUTS), [asset_key(SILVER, WORKOUTS)]
-            ),
+            *check_results(lake, session, SILVER, COMPLETED_WORKOUTS, batch=batch),
+            not_empty_result(lake, key, [asset_key(SILVER, WORKOUTS)]),
         ],
     )
 
@@ -178,6 +183,7 @@ def workout_bpm(
     fresh = workouts_fresh or readings_fresh or users_version != consumed
     markers = {**workouts_marker, **readings_marker, registrations_app: users_version}
     changed_days = None  # the start days of the workouts the run may change; None: every day
+    key, batch = asset_key(SILVER, WORKOUT_BPM), None
     if config.full_refresh:
         users = lake.read(session, SILVER, USERS)
         completed = lake.read(session, SILVER, COMPLETED_WORKOUTS)
@@ -204,14 +210,15 @@ def workout_bpm(
             rows = rows.unionByName(transforms.workout_bpm(workouts, readings, users))
         changed_days = sorted({*new_days, *late_days, *redo_days})
         keys = [*transforms.WORKOUT_KEYS, "time"]
+        created = not lake.exists(SILVER, WORKOUT_BPM)
+        merged = dated(WORKOUT_BPM, rows.distinct()).localCheckpoint()
         lake.merge(
-            SILVER, WORKOUT_BPM, dated(WORKOUT_BPM, rows.distinct()).localCheckpoint(), keys,
-            markers=markers, partition_by=layout(WORKOUT_BPM),
+            SILVER, WORKOUT_BPM, merged, keys, markers=markers, partition_by=layout(WORKOUT_BPM),
             replace=replace,
         )  # fmt: skip
+        batch = written_rows(context, key, merged, created)  # merged by the rules' key
     reconciled = _reconcile_readings(lake, session, changed_days)
     written = [(DATE, "in", changed_days)] if changed_days is not None else None
-    key = asset_key(SILVER, WORKOUT_BPM)
     return dg.MaterializeResult(
         metadata={
             **table_metadata(lake, SILVER, WORKOUT_BPM),
@@ -219,7 +226,12 @@ def workout_bpm(
         },
         check_results=[
             *check_results(
-                lake, session, SILVER, WORKOUT_BPM, written=checked_days(context, key, written)
+                lake,
+                session,
+                SILVER,
+                WORKOUT_BPM,
+                written=checked_days(context, key, written),
+                batch=batch,
             ),
             reconciliation_result(key, reconciled),
             not_empty_result(lake, key, WORKOUT_BPM_UPSTREAM),
@@ -239,7 +251,11 @@ def workout_bpm(
     **SILVER_ASSET,
 )
 def user_bins(
-    config: SilverConfig, spark: SparkResource, lake: LakeResource, calendar: CalendarResource
+    context: dg.AssetExecutionContext,
+    config: SilverConfig,
+    spark: SparkResource,
+    lake: LakeResource,
+    calendar: CalendarResource,
 ) -> dg.MaterializeResult:
     """Age bin (at the as-of date), gender, city and state per user; recomputed whole, since the
     bins move with the as-of date even when no profile changes."""
@@ -247,10 +263,12 @@ def user_bins(
     as_of = calendar.today()
     app_id = f"{consumer_app_id(USER_BINS, (SILVER, USER_PROFILE))}@{as_of.isoformat()}"
     markers = {app_id: lake.version(SILVER, USER_PROFILE) or 0}
+    key, batch = asset_key(SILVER, USER_BINS), None
     if config.full_refresh or not lake.holds(SILVER, USER_BINS, markers):
         profiles = lake.read(session, SILVER, USER_PROFILE)
-        rows = transforms.user_bins(profiles, F.lit(as_of))
+        rows = transforms.user_bins(profiles, F.lit(as_of)).localCheckpoint()
         lake.replace(SILVER, USER_BINS, rows, markers)
+        batch = rows  # the whole table
     return dg.MaterializeResult(
         metadata={
             **table_metadata(lake, SILVER, USER_BINS),
@@ -258,8 +276,8 @@ def user_bins(
             **profile_after_write(lake, session, SILVER, USER_BINS),
         },
         check_results=[
-            *check_results(lake, session, SILVER, USER_BINS),
-            not_empty_result(lake, asset_key(SILVER, USER_BINS), [asset_key(SILVER, USER_PROFILE)]),
+            *check_results(lake, session, SILVER, USER_BINS, batch=batch),
+            not_empty_result(lake, key, [asset_key(SILVER, USER_PROFILE)]),
         ],
     )
 

@@ -23,6 +23,7 @@ from lakehouse_assets.checks.results import (
     reconciliation_result,
     reconciliation_spec,
     table_check_specs,
+    written_rows,
 )
 from lakehouse_assets.checks.transforms import Outcome
 from lakehouse_assets.constants import (
@@ -249,6 +250,10 @@ def parsed_table_asset(spec: ParsedTable) -> dg.AssetsDefinition:
         )
         days_written = [(DATE, "in", days)] if days is not None else None
         written = checked_days(context, table_key, days_written)
+        batch = None
+        if rows is not None and merged is not None:  # merged by the rules' key (PARSED_TABLES)
+            live = rows.where(~F.col("deleted")) if spec.from_history else rows
+            batch = written_rows(context, table_key, live, created=merged.table_before is None)
         yield dg.MaterializeResult(
             asset_key=table_key,
             metadata={
@@ -257,7 +262,7 @@ def parsed_table_asset(spec: ParsedTable) -> dg.AssetsDefinition:
                 **profile_after_write(lake, session, SILVER, spec.table),
             },
             check_results=[
-                *check_results(lake, session, SILVER, spec.table, written=written),
+                *check_results(lake, session, SILVER, spec.table, written=written, batch=batch),
                 reconciliation_result(table_key, reconciled),
                 not_empty_result(lake, table_key, [upstream]),
             ],

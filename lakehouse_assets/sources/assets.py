@@ -16,6 +16,7 @@ from lakehouse_assets.checks.results import (
     not_empty_spec,
     quarantine_rate_result,
     quarantine_rate_spec,
+    written_rows,
 )
 from lakehouse_assets.checks.rules import source_rules
 from lakehouse_assets.constants import (
@@ -145,7 +146,7 @@ def silver_asset(source: SourceDeclaration) -> dg.AssetsDefinition:
             session, BRONZE, source.name, None if config.full_refresh else consumed, True
         )
         metadata: dict[str, Any] = {"upstream_version": dg.MetadataValue.text(str(version))}
-        done = Refined()
+        done, created = Refined(), not lake.exists(SILVER, source.name)
         if config.reinfer_schema and lake.exists(BRONZE, source.name):
             reinfer_schema(lake, session, source)
         if version != consumed or not lake.exists(SILVER, source.name) or config.full_refresh:
@@ -153,6 +154,7 @@ def silver_asset(source: SourceDeclaration) -> dg.AssetsDefinition:
             done = refine(lake, session, source, changes, markers, config.full_refresh)
             context.log.info(f"silver.{source.name}: {done.metadata()}")
             metadata.update(done.metadata())
+        batch = written_rows(context, table_key, done.merged, created)
         yield dg.MaterializeResult(
             asset_key=table_key,
             metadata={
@@ -161,7 +163,7 @@ def silver_asset(source: SourceDeclaration) -> dg.AssetsDefinition:
                 **profile_after_write(lake, session, SILVER, source.name),
             },
             check_results=[
-                *check_results(lake, session, SILVER, source.name, rules),
+                *check_results(lake, session, SILVER, source.name, rules, batch=batch),
                 not_empty_result(lake, table_key, [upstream]),
             ],
         )

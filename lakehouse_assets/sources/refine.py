@@ -61,6 +61,7 @@ class Refined:
     truncates: int = 0  # Debezium truncates applied
     skipped: int = 0  # records that change no row: tombstones, heartbeats, transaction markers
     waiting: bool = False  # no valid record yet: the batch is read again with the next (``_waits``)
+    merged: DataFrame | None = None  # the rows a merge took (``writes.keep``)
 
     def metadata(self) -> dict[str, Any]:
         return {
@@ -180,7 +181,9 @@ def refine(
         done.rows = writes.replace(lake, source, rows, markers, validity, fill)
     elif not lake.holds(SILVER, source.name, markers):
         conformed = writes.conform(lake, source, rows)
-        done.rows = writes.keep(lake, spark, source, conformed, markers, validity, fill)
+        done.rows, done.merged = writes.keep(
+            lake, spark, source, conformed, markers, validity, fill
+        )
     if source.mode in CDC_MODES:
         writes.record_deletes(lake, source, deleting, markers, rebuild)
     return done

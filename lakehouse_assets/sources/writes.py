@@ -80,20 +80,22 @@ def keep(
     markers: Markers,
     validity: str | None = None,
     fill: Sequence[str] = (),
-) -> int:
+) -> tuple[int, DataFrame | None]:
     """Write the batch's valid ``rows`` to ``silver.<source>`` as its mode says; returns the
-    rows written (appended, or merged). ``validity``: ``cdc-scd2``'s ``valid_from`` type;
+    rows written (appended, or merged) and, for a merge, the rows it took but its deletes
+    (checkpointed): merged by the key of the mode's rules, they stand for the table in its
+    checks (``checks.results.written_rows``). ``validity``: ``cdc-scd2``'s ``valid_from`` type;
     ``fill``: the columns holding Debezium's placeholder in some of ``rows`` (``cdc.fill``)."""
     partition_by = [column for column, _ in source.partition_columns]
     merge = {"markers": markers, "partition_by": partition_by, "within_partitions": False}
     if source.mode == "append":
         with cached(rows.drop(DELETED)) as kept:
             lake.append(SILVER, source.name, kept, partition_by, markers=markers)
-            return kept.count()
+            return kept.count(), None
     if source.mode == "latest-per-key":
         newest = transforms.newest_per_key(rows, ["_kafka_key"]).localCheckpoint()
         lake.merge(SILVER, source.name, newest, ["_kafka_key"], delete_flag=DELETED, **merge)
-        return newest.count()
+        return newest.count(), newest.where(~F.col(DELETED))
     keys = list(source.keys)
     changed = rows.select(*keys).distinct()
     deletes = _stored(lake, spark, deletes_table(source), changed, cdc.new_deletes(rows, keys))
@@ -105,12 +107,13 @@ def keep(
         lake.merge(
             SILVER, source.name, newest, keys, update_when=cdc.NEWER, delete_flag=DELETED, **merge
         )
-        return newest.count()
+        return newest.count(), newest.where(~F.col(DELETED))
     versions = _stored(lake, spark, source.name, changed, _no_versions(rows))
-    # Computed before the merge: it reads the rows the merge replaces.
+    # Computed before the merge: it reads the rows the merge replaces. Every version of each
+    # key it holds: one current version per key among them is one in the table.
     history = cdc.scd2(rows, versions, deletes, keys, validity, fill).localCheckpoint()
     lake.merge(SILVER, source.name, history, [*keys, cdc.VALID_FROM], **merge)
-    return history.count()
+    return history.count(), history
 
 
 def record_deletes(

@@ -9,9 +9,19 @@ from lakehouse_assets.checks.results import (
     quarantine_rate_result,
     table_check_specs,
 )
-from lakehouse_assets.checks.rules import ENV_QUARANTINE_WARN_RATE, quarantine_warn_rate
-from lakehouse_assets.constants import GOLD, SILVER, asset_key
+from lakehouse_assets.checks.rules import ENV_QUARANTINE_WARN_RATE, RULES, quarantine_warn_rate
+from lakehouse_assets.constants import (
+    COMPLETED_WORKOUTS,
+    GOLD,
+    GYM_SUMMARY,
+    SILVER,
+    WORKOUT_BPM,
+    WORKOUT_BPM_SUMMARY,
+    asset_key,
+)
 from lakehouse_assets.definitions import defs
+from lakehouse_assets.silver.parsed import PARSED_TABLES
+from lakehouse_assets.silver.transforms import WORKOUT_KEYS
 
 KEY = asset_key(SILVER, "bpm_quarantine")
 
@@ -42,3 +52,15 @@ def test_a_bad_warning_rate_is_refused_with_its_variable() -> None:
     for value in ("lots", "1.5", "-0.1"):
         with pytest.raises(ValueError, match=f"{ENV_QUARANTINE_WARN_RATE} must be a number"):
             quarantine_warn_rate({ENV_QUARANTINE_WARN_RATE: value})
+
+
+def test_the_rows_a_fitness_write_takes_are_keyed_as_its_rules() -> None:
+    """``written_rows``' condition: a merge by the rules' key, or days replaced where the key
+    fixes the day."""
+    merged_by = {spec.table: spec.keys for spec in PARSED_TABLES}
+    merged_by[COMPLETED_WORKOUTS] = tuple(WORKOUT_KEYS)
+    merged_by[WORKOUT_BPM] = (*WORKOUT_KEYS, "time")
+    for table, keys in merged_by.items():
+        assert RULES[(SILVER, table)].keys == keys, table
+        assert not RULES[(SILVER, table)].unique_where, table
+    assert all(RULES[(GOLD, table)].key_fixes_day for table in (GYM_SUMMARY, WORKOUT_BPM_SUMMARY))
