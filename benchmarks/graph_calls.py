@@ -105,9 +105,19 @@ KINDS = {  # the client's call -> what it is on the server
 }
 
 
+# The calls a step aims at, by its layer (issue 57): a bronze step 3 besides its stream's one.
+AIMS = {"bronze": 4, "silver": 6, "gold": 4}
+
+
+def aim(step: str) -> int | None:
+    """The calls step ``step`` (``silver__workout_bpm``, ``silver_users``) aims at."""
+    return AIMS.get(step.split("_")[0])
+
+
 def print_budget(log: CallLog) -> None:
     """Each step's calls by kind (executes, analyses such as ``df.schema``, settings) and seconds,
-    dearest first, with the totals: the budget a step is held to."""
+    dearest first, with the totals and each step's aim (``AIMS``): the budget a step is held to,
+    and the steps over it."""
     steps: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
     seconds: dict[str, float] = collections.defaultdict(float)
     for (step, call, _), (count, spent) in log.calls.items():
@@ -121,13 +131,17 @@ def print_budget(log: CallLog) -> None:
         f"{total['analyze']} analyses, {total['config']} settings), "
         f"{sum(seconds.values()):.1f} s in them"
     )
-    print(f"  {'seconds':>8} {'execute':>7} {'analyze':>7} {'config':>6}  step")
+    print(f"  {'seconds':>8} {'execute':>7} {'analyze':>7} {'config':>6} {'aim':>4}  step")
+    over = 0
     for step in sorted(steps, key=lambda name: -seconds[name]):
-        kinds = steps[step]
+        kinds, wanted = steps[step], aim(step)
+        late = wanted is not None and sum(kinds.values()) > wanted
+        over += late
         print(
             f"  {seconds[step]:8.1f} {kinds['execute']:7d} {kinds['analyze']:7d} "
-            f"{kinds['config']:6d}  {step}"
+            f"{kinds['config']:6d} {wanted or '-':>4}  {step}{'  (over)' if late else ''}"
         )
+    print(f"steps over their aim: {over} of {len(steps)}")
 
 
 def main() -> None:

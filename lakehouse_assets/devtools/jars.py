@@ -23,8 +23,10 @@ from lakehouse_assets.devtools.spark_server import spark_home
 from resources.spark import JARS_DIR, without_connect
 
 PINS = Path(__file__).with_name("jars.toml")
-# The embedded Kafka broker's jars: a folder of their own, off Spark's class path.
+# The embedded Kafka broker's jars, and Kafka Connect's with Debezium's PostgreSQL connector:
+# folders of their own, off Spark's class path.
 KAFKA_JARS_DIR = JARS_DIR.with_name("kafka")
+DEBEZIUM_JARS_DIR = JARS_DIR.with_name("debezium")
 MAVEN_CENTRAL = "https://repo1.maven.org/maven2/"
 MIRROR_VARIABLE = "DEFAULT_ARTIFACT_REPOSITORY"  # Spark's own: the root of every repository
 # Ivy's downloads, shared by the user's checkouts (as pip's cache is): a new clone's install
@@ -109,11 +111,19 @@ def resolve(
 
 
 def resolve_all() -> dict[str, list[Path]]:
-    """Resolve every section of the pin file into its folder: Spark's packages, Kafka's broker.
+    """Resolve every section of the pin file into its folder: Spark's packages, Kafka's broker,
+    Kafka Connect with Debezium's connector.
 
-    The two resolutions run at once (each a JVM of its own, with an Ivy cache of its own).
+    The resolutions run at once (each a JVM of its own, with an Ivy cache of its own).
     """
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        spark = pool.submit(resolve, JARS_DIR, pinned("spark"))
-        kafka = pool.submit(resolve, KAFKA_JARS_DIR, pinned("kafka"))
-        return {"Spark": spark.result(), "the embedded Kafka broker": kafka.result()}
+    folders = {
+        "Spark": (JARS_DIR, "spark"),
+        "the embedded Kafka broker": (KAFKA_JARS_DIR, "kafka"),
+        "Kafka Connect with Debezium": (DEBEZIUM_JARS_DIR, "debezium"),
+    }
+    with ThreadPoolExecutor(max_workers=len(folders)) as pool:
+        futures = {
+            name: pool.submit(resolve, target, pinned(section))
+            for name, (target, section) in folders.items()
+        }
+        return {name: future.result() for name, future in futures.items()}

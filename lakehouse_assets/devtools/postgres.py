@@ -71,8 +71,12 @@ class PostgresServer(LocalService):
         timeout_s: float = 60.0,
         keep_log: bool = False,
         log_file: Path | None = None,
+        settings: dict[str, str] | None = None,
     ) -> None:
+        """Prepare a server; ``settings``: server settings beyond the defaults (``wal_level``:
+        ``logical`` for Debezium's connector)."""
         super().__init__(timeout_s, keep_log, log_file)
+        self.settings = dict(settings or {})
         self.port = port or free_port()
         self._owns_data = data_dir is None
         self.data_dir = data_dir or Path(tempfile.mkdtemp(prefix="lakehouse-postgres-"))
@@ -131,6 +135,8 @@ class PostgresServer(LocalService):
             "-c", f"listen_addresses={LOOPBACK}", "-c", f"unix_socket_directories={self.data_dir}",
             "-c", "fsync=off" if self._owns_data else "fsync=on",
         ]  # fmt: skip
+        for name, value in self.settings.items():
+            command += ["-c", f"{name}={value}"]
         self._launch(self._as_user(command), self._accepts_connections)
         self._create_database(bin_dir)
         return self
@@ -139,14 +145,36 @@ class PostgresServer(LocalService):
         ready = [str(postgres_bin_dir() / "pg_isready"), "-h", LOOPBACK, "-p", str(self.port)]
         return subprocess.run(ready, capture_output=True, check=False).returncode == 0
 
-    def _create_database(self, bin_dir: Path) -> None:
-        psql = [str(bin_dir / "psql"), "-h", LOOPBACK, "-p", str(self.port), "-U", self.user]
-        query = f"SELECT 1 FROM pg_database WHERE datname = '{DATABASE}'"
+    def _create_database(self, bin_dir: Path, name: str = DATABASE) -> None:
+        query = f"SELECT 1 FROM pg_database WHERE datname = '{name}'"
         exists = subprocess.run(
-            [*psql, "-d", "postgres", "-tAc", query], capture_output=True, text=True, check=False
-        )
+            [*self._psql(bin_dir), "-d", "postgres", "-tAc", query],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
         if exists.stdout.strip() != "1":
-            self._run([*psql, "-d", "postgres", "-c", f"CREATE DATABASE {DATABASE}"])
+            self._run([*self._psql(bin_dir), "-d", "postgres", "-c", f"CREATE DATABASE {name}"])
+
+    def _psql(self, bin_dir: Path) -> list[str]:
+        return [str(bin_dir / "psql"), "-h", LOOPBACK, "-p", str(self.port), "-U", self.user]
+
+    def create_database(self, name: str) -> None:
+        """Create the database ``name`` unless it exists."""
+        self._create_database(postgres_bin_dir(), name)
+
+    def sql(self, database: str, statements: str) -> str:
+        """Run ``statements`` in ``database`` with psql (stopping at the first error); returns
+        what psql printed, unaligned and tuples only (``|`` between columns).
+
+        Raises:
+            PostgresServerError: a statement failed.
+        """
+        command = [*self._psql(postgres_bin_dir()), "-d", database, "-v", "ON_ERROR_STOP=1"]
+        done = subprocess.run(
+            [*command, "-tA", "-c", statements], capture_output=True, text=True, check=False
+        )
+        if done.returncode:
+            raise PostgresServerError(f"psql -d {database} failed:\n{done.stdout}{done.stderr}")
+        return done.stdout
 
     def stop(self) -> None:
         """Stop the server, and remove its data folder when it made one."""

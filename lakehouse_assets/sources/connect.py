@@ -35,9 +35,12 @@ from lakehouse_assets.sources.values import (
 VARIABLE_SCALE_DEFAULT = "decimal(38,18)"
 VARIABLE_SCALE = "io.debezium.data.VariableScaleDecimal"
 DECIMAL = "org.apache.kafka.connect.data.Decimal"
+# The type names of Kafka Connect's JsonConverter (its JsonSchema: "float" and "double" for
+# Connect's FLOAT32 and FLOAT64, whose own names are accepted too).
 PRIMITIVES: dict[str, Type] = {
-    "int8": "int", "int16": "int", "int32": "int", "int64": "long", "float32": "double",
-    "float64": "double", "boolean": "boolean", "string": "string", "bytes": "binary",
+    "int8": "int", "int16": "int", "int32": "int", "int64": "long", "float": "double",
+    "double": "double", "float32": "double", "float64": "double", "boolean": "boolean",
+    "string": "string", "bytes": "binary",
 }  # fmt: skip
 EPOCH_DAY = dt.date(1970, 1, 1)
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
@@ -220,7 +223,8 @@ def _boolean(value: Any) -> bool:
 
 _PRIMITIVE_READERS: dict[str, Callable[[Any], Any]] = {
     "int8": _integer, "int16": _integer, "int32": _integer, "int64": _integer,
-    "float32": _number, "float64": _number, "boolean": _boolean, "string": _text,
+    "float": _number, "double": _number, "float32": _number, "float64": _number,
+    "boolean": _boolean, "string": _text,
     "bytes": lambda value: base64.b64decode(_text(value), validate=True),
 }  # fmt: skip
 

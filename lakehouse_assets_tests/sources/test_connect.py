@@ -79,8 +79,10 @@ CASES = [
            connect_decimal_precision="40"), "ATCTEg==", "string", "199605.94"),
     # decimal.handling.mode=string and =double: no logical type.
     (field("x", "string"), "199605.94", "string", "199605.94"),
-    (field("x", "float64"), 199605.94, "double", 199605.94),
-    (field("x", "float32"), 1.5, "double", 1.5),
+    (field("x", "double"), 199605.94, "double", 199605.94),  # JsonConverter's names
+    (field("x", "float"), 1.5, "double", 1.5),
+    (field("x", "float64"), 2.5, "double", 2.5),  # Connect's own
+
     (field("x", "int16"), -32768, "int", -32768),
     (field("x", "int64"), 2**63 - 1, "long", 2**63 - 1),
     (field("x", "boolean"), False, "boolean", False),
