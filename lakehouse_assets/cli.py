@@ -19,6 +19,7 @@ from lakehouse_assets.devtools.broker import (
     EmbeddedBroker,
     EmbeddedBrokerError,
 )
+from lakehouse_assets.devtools.kafka_connect import KafkaConnectError
 from lakehouse_assets.devtools.postgres import PostgresServerError
 from lakehouse_assets.devtools.service import LocalService, local_service
 from lakehouse_assets.devtools.spark_server import (
@@ -133,6 +134,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         "migrate", help="take over a lake written by earlier versions (run once, no run writing)"
     )
     commands.add_parser("sources", help="list the declared sources; fail on invalid files")
+    commands.add_parser(
+        "cdc-demo",
+        help="PostgreSQL changes through Debezium's connector and Kafka into silver, checked",
+    )
     run_profile = commands.add_parser("profile", help="print the column profile of a table")
     run_profile.add_argument("layer", help="bronze, silver or gold")
     run_profile.add_argument("table", help="the table's name, e.g. heart_rate")
@@ -157,6 +162,10 @@ def main(argv: Sequence[str] | None = None) -> None:
             migrate()
         elif args.command == "sources":
             sources()
+        elif args.command == "cdc-demo":
+            from lakehouse_assets.cdc_demo import cdc_demo
+
+            cdc_demo()
         elif args.command == "profile":
             profile(args.layer, args.table)
         elif args.command == "spark-server":
@@ -176,6 +185,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         EmbeddedBrokerError,
         SparkServerError,
         PostgresServerError,
+        KafkaConnectError,
         LakeRootUnreachable,
     ) as error:
         sys.exit(str(error))

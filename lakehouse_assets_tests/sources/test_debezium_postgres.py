@@ -11,42 +11,37 @@ it had not committed since its last offsets), then a truncate and rows after it.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
+import subprocess
+import sys
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
-import psycopg2
-from kafka import KafkaConsumer
 from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
 
+from lakehouse_assets.cdc_demo import (
+    DATABASE,
+    LONG_NOTE,
+    TABLE,
+    TABLE_DDL,
+    TOPIC,
+    database_rows,
+    silver_rows,
+    wait_for,
+)
 from lakehouse_assets.constants import SILVER, asset_key
 from lakehouse_assets.devtools.broker import EmbeddedBroker
 from lakehouse_assets.devtools.kafka_connect import KafkaConnect, postgres_connector
 from lakehouse_assets.devtools.postgres import PostgresServer
 from lakehouse_assets.sources.assets import source_assets
 from lakehouse_assets.sources.declarations import load_declaration
-from resources import LakeResource
+from resources import ENV_KAFKA_BOOTSTRAP_SERVERS, LakeResource
 
-DATABASE, TABLE = "shop", "customers"
-TOPIC = f"{DATABASE}.public.{TABLE}"
-LONG_NOTE = "toasted " * 1000  # 8 KB: stored out of line (STORAGE EXTERNAL: not compressed)
-TABLE_DDL = f"""
-CREATE TABLE {TABLE} (
-    id serial PRIMARY KEY, name text, note text, balance numeric(12,2), ratio numeric,
-    born date, seen timestamp(6), seen_tz timestamptz, doc jsonb, active boolean,
-    visits smallint, big bigint, uid uuid, score double precision, raw bytea
-);
-ALTER TABLE {TABLE} ALTER COLUMN note SET STORAGE EXTERNAL;
-"""
 COLUMNS = ["id", "name", "note", "balance", "ratio", "born", "seen", "seen_tz", "doc", "active",
            "visits", "big", "uid", "score", "raw"]  # fmt: skip
-TIMESTAMPS = ("seen", "seen_tz")
 FIRST = [  # each statement its own transaction
     f"INSERT INTO {TABLE} (name, note, balance, ratio, born, seen, seen_tz, doc, active, visits, "
     "big, uid, score, raw) VALUES ('Ann', '" + LONG_NOTE + "', 199605.94, 3.14159, '1990-02-28', "
@@ -77,24 +72,6 @@ TRUNCATED = [
 ]
 
 
-def wait_for(broker: EmbeddedBroker, name: str, timeout_s: float = 120.0) -> None:
-    """Until the topic holds the change inserting the row named ``name``."""
-    consumer = KafkaConsumer(
-        TOPIC, bootstrap_servers=broker.bootstrap_servers, auto_offset_reset="earliest",
-        consumer_timeout_ms=1000,
-    )  # fmt: skip
-    deadline = time.monotonic() + timeout_s
-    try:
-        while time.monotonic() < deadline:
-            for message in consumer:
-                payload = json.loads(message.value)["payload"] if message.value else {}
-                if (payload.get("after") or {}).get("name") == name:
-                    return
-        raise AssertionError(f"no change of {name!r} on {TOPIC} within {timeout_s:.0f} s")
-    finally:
-        consumer.close()
-
-
 def flushed(offsets: Path, timeout_s: float = 30.0) -> None:
     """Until the worker has written its source offsets once more: killed after that, it goes on
     from them when it starts again (killed before its first write, it would snapshot the table
@@ -106,47 +83,6 @@ def flushed(offsets: Path, timeout_s: float = 30.0) -> None:
             return
         time.sleep(0.1)
     raise AssertionError(f"the worker wrote no offsets to {offsets} within {timeout_s:.0f} s")
-
-
-def database_rows(postgres: PostgresServer, columns: list[str]) -> list[tuple]:
-    """The table's rows by id, as psycopg2 reads them, in the forms silver is compared in."""
-    connection = psycopg2.connect(
-        host="127.0.0.1", port=postgres.port, user=postgres.user, dbname=DATABASE
-    )
-    with connection, connection.cursor() as cursor:
-        cursor.execute(f"SELECT {', '.join(columns)} FROM {TABLE} ORDER BY id")
-        rows = cursor.fetchall()
-    connection.close()
-    return [tuple(map(_plain, columns, row)) for row in rows]
-
-
-def _plain(name: str, value: Any) -> Any:
-    if isinstance(value, datetime):  # a timestamp's wall clock is kept as UTC (docs/sources.md)
-        value = value.astimezone(UTC) if value.tzinfo else value
-        return value.strftime("%Y-%m-%d %H:%M:%S.%f")
-    if isinstance(value, memoryview):
-        return bytes(value)
-    if name == "doc" and value is not None:
-        return json.dumps(value, sort_keys=True)
-    return value
-
-
-def silver_rows(spark: SparkSession, lake: LakeResource, columns: list[str]) -> list[tuple]:
-    frame = lake.read(spark, SILVER, TABLE)
-    selected = [
-        F.date_format(c, "yyyy-MM-dd HH:mm:ss.SSSSSS").alias(c) if c in TIMESTAMPS else F.col(c)
-        for c in columns
-    ]
-    rows = frame.select(*selected).orderBy("id").collect()
-    return [tuple(map(_stored, columns, row)) for row in rows]
-
-
-def _stored(name: str, value: Any) -> Any:
-    if isinstance(value, bytearray):
-        return bytes(value)
-    if name == "doc" and value is not None:
-        return json.dumps(json.loads(value), sort_keys=True)
-    return value
 
 
 def materialize(source: Any, resources: dict[str, Any]) -> dg.ExecuteInProcessResult:
@@ -175,29 +111,48 @@ def test_silver_equals_the_database_through_debeziums_connector(
         with KafkaConnect(broker.bootstrap_servers, connector, data_dir=offsets) as connect:
             for statement in FIRST:
                 postgres.sql(DATABASE, statement)
-            wait_for(broker, "sentinel 1")
+            wait_for(broker.bootstrap_servers, "sentinel 1")
             flushed(offsets / "offsets")
             assert connect.pid is not None
             os.kill(connect.pid, signal.SIGKILL)
         result = materialize(source, resources)
         columns = [*COLUMNS, "tier"]
-        assert silver_rows(spark, lake, columns) == database_rows(postgres, columns)
+        assert silver_rows(spark, lake, TABLE, columns) == database_rows(
+            postgres, DATABASE, TABLE, columns
+        )
         key = asset_key(SILVER, TABLE)
         (silver,) = [m for m in result.get_asset_materialization_events() if m.asset_key == key]
         assert "note" in silver.materialization.metadata["columns_unavailable"].value
-        assert silver_rows(spark, lake, ["id", "note"])[0] == (1, LONG_NOTE)
+        assert silver_rows(spark, lake, TABLE, ["id", "note"])[0] == (1, LONG_NOTE)
 
         for statement in WHILE_DOWN:
             postgres.sql(DATABASE, statement)
         with KafkaConnect(broker.bootstrap_servers, connector, data_dir=offsets):
-            wait_for(broker, "sentinel 2")
+            wait_for(broker.bootstrap_servers, "sentinel 2")
             materialize(source, resources)
-            assert silver_rows(spark, lake, columns) == database_rows(postgres, columns)
+            assert silver_rows(spark, lake, TABLE, columns) == database_rows(
+                postgres, DATABASE, TABLE, columns
+            )
             for statement in TRUNCATED:
                 postgres.sql(DATABASE, statement)
-            wait_for(broker, "sentinel 3")
+            wait_for(broker.bootstrap_servers, "sentinel 3")
         result = materialize(source, resources)
-        assert silver_rows(spark, lake, columns) == database_rows(postgres, columns)
+        assert silver_rows(spark, lake, TABLE, columns) == database_rows(
+            postgres, DATABASE, TABLE, columns
+        )
     assert lake.read(spark, SILVER, f"{TABLE}_quarantine").count() == 0
     (silver,) = [m for m in result.get_asset_materialization_events() if m.asset_key == key]
     assert silver.materialization.metadata["truncates_applied"].value == 1
+
+
+def test_the_cdc_demo_shows_silver_equal_to_the_database(
+    broker: EmbeddedBroker, spark_remote: str | None, tmp_path: Path
+) -> None:
+    """`lakehouse cdc-demo`, as documented, on the session's broker and Spark."""
+    environment = {**os.environ, ENV_KAFKA_BOOTSTRAP_SERVERS: broker.bootstrap_servers}
+    command = [str(Path(sys.executable).parent / "lakehouse"), "cdc-demo"]
+    done = subprocess.run(
+        command, env=environment, cwd=tmp_path, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "silver equals the database, column by column." in done.stdout
