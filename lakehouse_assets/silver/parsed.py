@@ -57,11 +57,10 @@ from lakehouse_assets.silver.incremental import (
     read_changes,
 )
 from lakehouse_assets.silver.layout import dated, days_of, layout, read_days
-from lakehouse_assets.silver.validation import csv_quarantine, kafka_quarantine, valid
+from lakehouse_assets.silver.validation import REASON, csv_quarantine, kafka_quarantine, valid
 from lakehouse_assets.table_metadata import code_references, table_metadata
 from resources import LakeResource, SparkResource
 from resources.lake import Markers
-from resources.spark import cached
 
 Transform = Callable[[DataFrame], DataFrame]
 
@@ -86,16 +85,22 @@ class ParsedTable:
 
 
 def _write_quarantine(
-    lake: LakeResource, spec: ParsedTable, parsed: DataFrame, markers: Markers
+    lake: LakeResource, spec: ParsedTable, parsed: DataFrame, markers: Markers, rejected: int
 ) -> int:
+    """Append the ``rejected`` records of ``parsed`` (checkpointed) to the quarantine table."""
     if lake.holds(SILVER, spec.quarantine_table, markers):
         return 0
     require_current(lake, SILVER, spec.quarantine_table)
-    with cached(spec.quarantine(parsed)) as rejected:
-        count = rejected.count()
-        if count or not lake.exists(SILVER, spec.quarantine_table):
-            lake.append(SILVER, spec.quarantine_table, rejected, markers=markers)
-    return count
+    if rejected or not lake.exists(SILVER, spec.quarantine_table):
+        lake.append(SILVER, spec.quarantine_table, spec.quarantine(parsed), markers=markers)
+    return rejected
+
+
+def _counts(parsed: DataFrame) -> tuple[int, int]:
+    """The records read and those rejected (with a reason), in one query."""
+    row = parsed.agg(F.count(F.lit(1)), F.count(REASON)).first()
+    assert row is not None  # an aggregate without grouping has one row
+    return row[0], row[1]
 
 
 def _rows_to_merge(
@@ -109,14 +114,10 @@ def _rows_to_merge(
     return dated(spec.table, spec.shape(accepted))
 
 
-def _rebuild(lake: LakeResource, spec: ParsedTable, parsed: DataFrame, markers: Markers) -> int:
-    """Replace both tables with what all of bronze (``parsed``) makes of them, a commit each;
-    returns the rejects."""
-    with cached(spec.quarantine(parsed)) as rejected:
-        lake.replace(SILVER, spec.quarantine_table, rejected, markers)
-        count = rejected.count()
+def _rebuild(lake: LakeResource, spec: ParsedTable, parsed: DataFrame, markers: Markers) -> None:
+    """Replace both tables with what all of bronze (``parsed``) makes of them, a commit each."""
+    lake.replace(SILVER, spec.quarantine_table, spec.quarantine(parsed), markers)
     lake.replace(SILVER, spec.table, all_rows(spec, parsed), markers, layout(spec.table))
-    return count
 
 
 def all_rows(spec: ParsedTable, parsed: DataFrame) -> DataFrame:
@@ -209,12 +210,13 @@ def parsed_table_asset(spec: ParsedTable) -> dg.AssetsDefinition:
         )
         # Materialized once: the writes and checks below each read it without reading bronze.
         parsed = spec.parse(changes).localCheckpoint(eager=True)
-        read = parsed.count()
+        read, rejected = _counts(parsed)
         quarantine_before = lake.version(SILVER, spec.quarantine_table)
         if config.full_refresh:
-            quarantined = _rebuild(lake, spec, parsed, markers)
+            _rebuild(lake, spec, parsed, markers)
+            quarantined = rejected
         else:
-            quarantined = _write_quarantine(lake, spec, parsed, markers)
+            quarantined = _write_quarantine(lake, spec, parsed, markers, rejected)
         rows, merged = None, None
         if not config.full_refresh and (fresh or not lake.exists(SILVER, spec.table)):
             # Computed before the merge: it may read the rows the merge replaces.
@@ -222,17 +224,11 @@ def parsed_table_asset(spec: ParsedTable) -> dg.AssetsDefinition:
             merged = merged_batch(
                 rows, spec.table, spec.from_history, lake.version(SILVER, spec.table)
             )
-            delete_flag = "deleted" if spec.from_history else None
             lake.merge(
-                SILVER,
-                spec.table,
-                rows,
-                spec.keys,
-                markers=markers,
-                update_when=spec.update_when,
-                delete_flag=delete_flag,
+                SILVER, spec.table, rows, spec.keys, markers=markers, update_when=spec.update_when,
+                delete_flag="deleted" if spec.from_history else None,
                 partition_by=layout(spec.table),
-            )
+            )  # fmt: skip
         # The days the merge wrote (its rows' own: a key's day is its row's); None: every day.
         days = merged.days if merged is not None else None
         accounted = (
