@@ -37,7 +37,14 @@ from lakehouse_assets.constants import (
 from lakehouse_assets.profiling.store import profile_after_write
 from lakehouse_assets.silver import transforms
 from lakehouse_assets.silver.incremental import SILVER_ASSET, SilverConfig, read_changes
-from lakehouse_assets.silver.layout import dated, days_of, layout, read_days, spread
+from lakehouse_assets.silver.layout import (
+    dated,
+    days_of,
+    days_of_each,
+    layout,
+    read_days,
+    spread,
+)
 from lakehouse_assets.silver.parsed import PARSED_TABLES, parsed_table_asset
 from lakehouse_assets.table_metadata import code_references, table_metadata
 from resources import CalendarResource, LakeResource, SparkResource
@@ -194,10 +201,10 @@ def workout_bpm(
     elif fresh or not lake.exists(SILVER, WORKOUT_BPM):
         users = lake.read(session, SILVER, USERS)
         # A workout lasts at most 3 hours: its readings are on its start day or the next one.
-        new_days = days_of(new_workouts)
+        new_days, reading_days = days_of_each(new_workouts, new_readings)
         their_readings = read_days(lake, session, HEART_RATE, spread(new_days, after=1))
         rows = transforms.workout_bpm(new_workouts, their_readings, users)
-        late_days = days_of(new_readings, before=1)  # the start days of their workouts
+        late_days = spread(reading_days, before=1)  # the start days of their workouts
         old_workouts = read_days(lake, session, COMPLETED_WORKOUTS, late_days)
         rows = rows.unionByName(transforms.workout_bpm(old_workouts, new_readings, users))
         # On the first run every registration is new and every workout too: nothing to redo.

@@ -3,6 +3,7 @@ of one of their columns: ``constants.DATED_BY``) and read by days."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from datetime import date, timedelta
 
@@ -27,8 +28,19 @@ def dated(table: str, rows: DataFrame) -> DataFrame:
 def days_of(rows: DataFrame, before: int = 0, after: int = 0) -> list[str]:
     """The days of ``rows``' ``date`` column, each with ``before`` days before it and ``after``
     days after it (ISO dates, for partition filters). Collects one value per day."""
-    days = {row[0].isoformat() for row in rows.select(DATE).distinct().collect() if row[0]}
-    return spread(days, before, after)
+    return spread(days_of_each(rows)[0], before, after)
+
+
+def days_of_each(*frames: DataFrame) -> list[list[str]]:
+    """The days of each of ``frames``' ``date`` column (ISO dates), in one query."""
+    tagged = [
+        frame.select(F.lit(n).alias("_frame"), DATE).distinct() for n, frame in enumerate(frames)
+    ]
+    days: list[set[str]] = [set() for _ in frames]
+    for row in functools.reduce(DataFrame.unionByName, tagged).collect():
+        if row[DATE]:
+            days[row["_frame"]].add(row[DATE].isoformat())
+    return [sorted(found) for found in days]
 
 
 def spread(days: Iterable[str], before: int = 0, after: int = 0) -> list[str]:
