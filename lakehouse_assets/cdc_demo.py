@@ -15,6 +15,7 @@ import shutil
 import tempfile
 import time
 from datetime import UTC, datetime
+from datetime import time as clock
 from pathlib import Path
 from typing import Any
 
@@ -37,10 +38,12 @@ truncate: apply
 """
 LONG_NOTE = "toasted " * 1000  # 8 KB: stored out of line (STORAGE EXTERNAL: not compressed)
 TABLE_DDL = f"""
+CREATE TYPE mood AS ENUM ('calm', 'busy');
 CREATE TABLE {TABLE} (
     id serial PRIMARY KEY, name text, note text, balance numeric(12,2), ratio numeric,
     born date, seen timestamp(6), seen_tz timestamptz, doc jsonb, active boolean,
-    visits smallint, big bigint, uid uuid, score double precision, raw bytea
+    visits smallint, big bigint, uid uuid, score double precision, raw bytea,
+    opens time(6), tags text[], nums int[], feeling mood
 );
 ALTER TABLE {TABLE} ALTER COLUMN note SET STORAGE EXTERNAL;
 """
@@ -110,6 +113,9 @@ def _database_value(name: str, value: Any) -> Any:
     if isinstance(value, datetime):  # a timestamp's wall clock is kept as UTC (docs/sources.md)
         value = value.astimezone(UTC) if value.tzinfo else value
         return value.strftime("%Y-%m-%d %H:%M:%S.%f")
+    if isinstance(value, clock):  # as PostgreSQL prints a time: no trailing zeros
+        fraction = f".{value.microsecond:06d}".rstrip("0") if value.microsecond else ""
+        return f"{value:%H:%M:%S}{fraction}"
     if isinstance(value, memoryview):
         return bytes(value)
     if name in JSON_COLUMNS and value is not None:
@@ -186,7 +192,8 @@ def cdc_demo() -> None:
 def compare(postgres: PostgresServer, resources: dict[str, Any]) -> bool:
     """Print the database's rows and silver's, and whether they are the same."""
     columns = ["id", "name", "balance", "ratio", "born", "seen", "seen_tz", "doc", "active",
-               "visits", "big", "uid", "score", "raw", "tier", "note"]  # fmt: skip
+               "visits", "big", "uid", "score", "raw", "opens", "tags", "nums", "feeling", "tier",
+               "note"]  # fmt: skip
     spark, lake = resources["spark"].get_session(), resources["lake"]
     database = database_rows(postgres, DATABASE, TABLE, columns)
     silver = silver_rows(spark, lake, TABLE, columns)

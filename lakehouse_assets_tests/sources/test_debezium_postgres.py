@@ -41,13 +41,14 @@ from lakehouse_assets.sources.declarations import load_declaration
 from resources import ENV_KAFKA_BOOTSTRAP_SERVERS, LakeResource
 
 COLUMNS = ["id", "name", "note", "balance", "ratio", "born", "seen", "seen_tz", "doc", "active",
-           "visits", "big", "uid", "score", "raw"]  # fmt: skip
+           "visits", "big", "uid", "score", "raw", "opens", "tags", "nums", "feeling"]  # fmt: skip
 FIRST = [  # each statement its own transaction
     f"INSERT INTO {TABLE} (name, note, balance, ratio, born, seen, seen_tz, doc, active, visits, "
-    "big, uid, score, raw) VALUES ('Ann', '" + LONG_NOTE + "', 199605.94, 3.14159, '1990-02-28', "
-    "'2026-11-01 08:00:00.123456', '2026-11-01 08:00:00.5+02', '{\"a\": [1, 2]}', true, 7, "
-    "9007199254740993, 'b68a35a7-17ad-35b3-af2a-ae46edb4545a', 1.5, '\\xdeadbeef')",
-    f"INSERT INTO {TABLE} (name, note) VALUES ('', NULL)",  # '' beside NULL, the rest NULL
+    "big, uid, score, raw, opens, tags, nums, feeling) VALUES ('Ann', '" + LONG_NOTE + "', "
+    "199605.94, 3.14159, '1990-02-28', '2026-11-01 08:00:00.123456', '2026-11-01 08:00:00.5+02', "
+    "'{\"a\": [1, 2]}', true, 7, 9007199254740993, 'b68a35a7-17ad-35b3-af2a-ae46edb4545a', 1.5, "
+    "'\\xdeadbeef', '07:30:00.5', '{x,\"y z\",NULL}', '{1,-2}', 'busy')",
+    f"INSERT INTO {TABLE} (name, note, tags, opens) VALUES ('', NULL, '{{}}', '23:59:59')",
     f"INSERT INTO {TABLE} (name, balance, ratio) VALUES ('Cy', -0.01, 12345678901234567890.5)",
     f"UPDATE {TABLE} SET name = 'Anna' WHERE id = 1",  # the note unchanged: the placeholder
     f"UPDATE {TABLE} SET balance = 10 WHERE id = 2",
