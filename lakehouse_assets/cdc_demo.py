@@ -71,8 +71,8 @@ SNAPSHOT = (  # rows there before the connector starts: its snapshot reads them
 SENTINEL = "the last change"
 
 
-def wait_for(bootstrap_servers: str, name: str, timeout_s: float = 120.0) -> None:
-    """Until the topic holds a change whose row is named ``name``.
+def wait_for(bootstrap_servers: str, name: str, timeout_s: float = 120.0) -> dict[str, Any]:
+    """The change on the topic whose row is named ``name`` (its payload), once it is there.
 
     Raises:
         TimeoutError: it does not within ``timeout_s``.
@@ -89,7 +89,7 @@ def wait_for(bootstrap_servers: str, name: str, timeout_s: float = 120.0) -> Non
             for message in consumer:
                 payload = json.loads(message.value)["payload"] if message.value else {}
                 if (payload.get("after") or {}).get("name") == name:
-                    return
+                    return payload
         raise TimeoutError(f"No change of {name!r} reached {TOPIC} within {timeout_s:.0f} s.")
     finally:
         consumer.close()

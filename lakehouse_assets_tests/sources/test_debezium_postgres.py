@@ -73,17 +73,17 @@ TRUNCATED = [
 ]
 
 
-def flushed(offsets: Path, timeout_s: float = 30.0) -> None:
-    """Until the worker has written its source offsets once more: killed after that, it goes on
-    from them when it starts again (killed before its first write, it would snapshot the table
-    again, and a snapshot sends no delete of a row deleted meanwhile)."""
-    before = offsets.stat().st_mtime_ns if offsets.exists() else 0
+def flushed(offsets: Path, change: dict[str, Any], timeout_s: float = 30.0) -> None:
+    """Until the worker has written its source offsets past ``change`` (a payload): killed after
+    that, it goes on from them when it starts again. (Killed before it first wrote them, it would
+    snapshot the table again, and a snapshot sends no delete of a row deleted meanwhile.)"""
+    written = f'"lsn":{change["source"]["lsn"]},'.encode()
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        if offsets.exists() and offsets.stat().st_mtime_ns > before:
+        if offsets.exists() and written in offsets.read_bytes():
             return
         time.sleep(0.1)
-    raise AssertionError(f"the worker wrote no offsets to {offsets} within {timeout_s:.0f} s")
+    raise AssertionError(f"the worker wrote no offsets past {change['source']} to {offsets}")
 
 
 def materialize(source: Any, resources: dict[str, Any]) -> dg.ExecuteInProcessResult:
@@ -112,8 +112,7 @@ def test_silver_equals_the_database_through_debeziums_connector(
         with KafkaConnect(broker.bootstrap_servers, connector, data_dir=offsets) as connect:
             for statement in FIRST:
                 postgres.sql(DATABASE, statement)
-            wait_for(broker.bootstrap_servers, "sentinel 1")
-            flushed(offsets / "offsets")
+            flushed(offsets / "offsets", wait_for(broker.bootstrap_servers, "sentinel 1"))
             assert connect.pid is not None
             os.kill(connect.pid, signal.SIGKILL)
         result = materialize(source, resources)
