@@ -43,7 +43,7 @@ CREATE TABLE {TABLE} (
     id serial PRIMARY KEY, name text, note text, balance numeric(12,2), ratio numeric,
     born date, seen timestamp(6), seen_tz timestamptz, doc jsonb, active boolean,
     visits smallint, big bigint, uid uuid, score double precision, raw bytea,
-    opens time(6), tags text[], nums int[], feeling mood
+    opens time(6), tags text[], nums int[], feeling mood, weight real, code varchar(20)
 );
 ALTER TABLE {TABLE} ALTER COLUMN note SET STORAGE EXTERNAL;
 """
@@ -192,8 +192,8 @@ def cdc_demo() -> None:
 def compare(postgres: PostgresServer, resources: dict[str, Any]) -> bool:
     """Print the database's rows and silver's, and whether they are the same."""
     columns = ["id", "name", "balance", "ratio", "born", "seen", "seen_tz", "doc", "active",
-               "visits", "big", "uid", "score", "raw", "opens", "tags", "nums", "feeling", "tier",
-               "note"]  # fmt: skip
+               "visits", "big", "uid", "score", "raw", "opens", "tags", "nums", "feeling", "weight",
+               "code", "tier", "note"]  # fmt: skip
     spark, lake = resources["spark"].get_session(), resources["lake"]
     database = database_rows(postgres, DATABASE, TABLE, columns)
     silver = silver_rows(spark, lake, TABLE, columns)

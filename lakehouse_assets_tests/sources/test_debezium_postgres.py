@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
+import psycopg2
 from pyspark.sql import SparkSession
 
 from lakehouse_assets.cdc_demo import (
@@ -40,14 +41,18 @@ from lakehouse_assets.sources.assets import source_assets
 from lakehouse_assets.sources.declarations import load_declaration
 from resources import ENV_KAFKA_BOOTSTRAP_SERVERS, LakeResource
 
+HISTORY = f"{TABLE}_history"  # the same topic as cdc-scd2
 COLUMNS = ["id", "name", "note", "balance", "ratio", "born", "seen", "seen_tz", "doc", "active",
-           "visits", "big", "uid", "score", "raw", "opens", "tags", "nums", "feeling"]  # fmt: skip
+           "visits", "big", "uid", "score", "raw", "opens", "tags", "nums", "feeling", "weight",
+           "code"]  # fmt: skip
 FIRST = [  # each statement its own transaction
     f"INSERT INTO {TABLE} (name, note, balance, ratio, born, seen, seen_tz, doc, active, visits, "
-    "big, uid, score, raw, opens, tags, nums, feeling) VALUES ('Ann', '" + LONG_NOTE + "', "
+    "big, uid, score, raw, opens, tags, nums, feeling, weight, code) VALUES ('Ann', '"
+    + LONG_NOTE
+    + "', "
     "199605.94, 3.14159, '1990-02-28', '2026-11-01 08:00:00.123456', '2026-11-01 08:00:00.5+02', "
     "'{\"a\": [1, 2]}', true, 7, 9007199254740993, 'b68a35a7-17ad-35b3-af2a-ae46edb4545a', 1.5, "
-    "'\\xdeadbeef', '07:30:00.5', '{x,\"y z\",NULL}', '{1,-2}', 'busy')",
+    "'\\xdeadbeef', '07:30:00.5', '{x,\"y z\",NULL}', '{1,-2}', 'busy', 0.25, 'A-1')",
     f"INSERT INTO {TABLE} (name, note, tags, opens) VALUES ('', NULL, '{{}}', '23:59:59')",
     f"INSERT INTO {TABLE} (name, balance, ratio) VALUES ('Cy', -0.01, 12345678901234567890.5)",
     f"UPDATE {TABLE} SET name = 'Anna' WHERE id = 1",  # the note unchanged: the placeholder
@@ -57,14 +62,38 @@ FIRST = [  # each statement its own transaction
     f"INSERT INTO {TABLE} (name, tier) VALUES ('Di', 2)",
     f"UPDATE {TABLE} SET tier = 1 WHERE id = 1",
     f"INSERT INTO {TABLE} (id, name) VALUES (3, 'Cy again')",  # inserted after its delete
+    f"UPDATE {TABLE} SET note = note || 'more' WHERE id = 1",  # the TOASTed text changed
+    # One transaction of a thousand rows, one of 500 updates, one of deletes.
+    f"INSERT INTO {TABLE} (id, name, balance) SELECT g, 'bulk ' || g, g / 100.0 "
+    "FROM generate_series(100, 1099) AS g",
+    f"UPDATE {TABLE} SET balance = balance + 1 WHERE id BETWEEN 100 AND 599",
+    f"DELETE FROM {TABLE} WHERE id >= 100 AND id % 7 = 0",
     f"INSERT INTO {TABLE} (id, name) VALUES (50, 'sentinel 1')",
 ]
 WHILE_DOWN = [  # while the worker is down; it was killed after the statements above
     f"ALTER TABLE {TABLE} REPLICA IDENTITY FULL",
     f"UPDATE {TABLE} SET name = 'Anne' WHERE id = 1",
     f"DELETE FROM {TABLE} WHERE id = 4",
+    f"UPDATE {TABLE} SET name = name || '!' WHERE id BETWEEN 600 AND 699",
     f"INSERT INTO {TABLE} (id, name) VALUES (51, 'sentinel 2')",
 ]
+# Every change of the table, as a trigger sees it: what cdc-scd2's versions must be.
+AUDIT = f"""
+CREATE TABLE audit (n bigserial PRIMARY KEY, op text, id int, name text, balance numeric(12,2));
+CREATE FUNCTION audited() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+    IF TG_OP = 'DELETE' THEN
+        INSERT INTO audit (op, id) VALUES ('d', OLD.id);
+    ELSIF TG_OP = 'TRUNCATE' THEN
+        INSERT INTO audit (op) VALUES ('t');
+    ELSE
+        INSERT INTO audit (op, id, name, balance) VALUES ('u', NEW.id, NEW.name, NEW.balance);
+    END IF;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER audited AFTER INSERT OR UPDATE OR DELETE ON {TABLE}
+    FOR EACH ROW EXECUTE FUNCTION audited();
+CREATE TRIGGER truncated AFTER TRUNCATE ON {TABLE} FOR EACH STATEMENT EXECUTE FUNCTION audited();
+"""
 TRUNCATED = [
     f"TRUNCATE {TABLE}",
     f"INSERT INTO {TABLE} (id, name, tier) VALUES (60, 'after the truncate', 3)",
@@ -86,8 +115,40 @@ def flushed(offsets: Path, change: dict[str, Any], timeout_s: float = 30.0) -> N
     raise AssertionError(f"the worker wrote no offsets past {change['source']} to {offsets}")
 
 
-def materialize(source: Any, resources: dict[str, Any]) -> dg.ExecuteInProcessResult:
-    result = dg.materialize(source_assets(source), resources=resources)
+def audited_versions(postgres: PostgresServer) -> list[tuple]:
+    """``(id, name, balance, is_current)`` of every version the audit log shows, by id and
+    order: each insert or update opens one, the next change of its key, or a truncate, closes
+    it."""
+    connection = psycopg2.connect(
+        host="127.0.0.1", port=postgres.port, user=postgres.user, dbname=DATABASE
+    )
+    with connection, connection.cursor() as cursor:
+        cursor.execute("SELECT op, id, name, balance FROM audit ORDER BY n")
+        log = cursor.fetchall()
+    connection.close()
+    versions: dict[int, list[list[Any]]] = {}
+    for op, key, name, balance in log:
+        if op == "t":
+            for history in versions.values():
+                if history:
+                    history[-1][3] = False
+            continue
+        history = versions.setdefault(key, [])
+        if history:
+            history[-1][3] = False
+        if op == "u":
+            history.append([key, name, balance, True])
+    return [tuple(v) for key in sorted(versions) for v in versions[key]]
+
+
+def silver_versions(spark: SparkSession, lake: LakeResource) -> list[tuple]:
+    frame = lake.read(spark, SILVER, HISTORY).orderBy("id", "valid_from")
+    return [tuple(r) for r in frame.select("id", "name", "balance", "is_current").collect()]
+
+
+def materialize(sources: list[Any], resources: dict[str, Any]) -> dg.ExecuteInProcessResult:
+    assets = [asset for source in sources for asset in source_assets(source)]
+    result = dg.materialize(assets, resources=resources)
     assert result.success
     return result
 
@@ -95,15 +156,15 @@ def materialize(source: Any, resources: dict[str, Any]) -> dg.ExecuteInProcessRe
 def test_silver_equals_the_database_through_debeziums_connector(
     tmp_path: Path, broker: EmbeddedBroker, resources: dict[str, Any], spark: SparkSession
 ) -> None:
-    (tmp_path / f"{TABLE}.yaml").write_text(
-        f"topic: {TOPIC}\nformat: debezium-json\nmode: cdc-scd1\nkeys: [id]\n"
-        "order_by: source.lsn\ntruncate: apply\n"
-    )
-    source = load_declaration(tmp_path / f"{TABLE}.yaml")
+    declared = f"topic: {TOPIC}\nformat: debezium-json\nkeys: [id]\norder_by: source.lsn\n"
+    (tmp_path / f"{TABLE}.yaml").write_text(f"{declared}mode: cdc-scd1\ntruncate: apply\n")
+    (tmp_path / f"{HISTORY}.yaml").write_text(f"{declared}mode: cdc-scd2\ntruncate: apply\n")
+    source = [load_declaration(tmp_path / f"{name}.yaml") for name in (TABLE, HISTORY)]
     lake: LakeResource = resources["lake"]
     with PostgresServer(settings={"wal_level": "logical"}) as postgres:
         postgres.create_database(DATABASE)
         postgres.sql(DATABASE, TABLE_DDL)
+        postgres.sql(DATABASE, AUDIT)
         connector = postgres_connector(
             DATABASE, "127.0.0.1", postgres.port, postgres.user, DATABASE, [f"public.{TABLE}"],
             **{"skipped.operations": "none"},
@@ -123,7 +184,8 @@ def test_silver_equals_the_database_through_debeziums_connector(
         key = asset_key(SILVER, TABLE)
         (silver,) = [m for m in result.get_asset_materialization_events() if m.asset_key == key]
         assert "note" in silver.materialization.metadata["columns_unavailable"].value
-        assert silver_rows(spark, lake, TABLE, ["id", "note"])[0] == (1, LONG_NOTE)
+        assert silver_rows(spark, lake, TABLE, ["id", "note"])[0] == (1, f"{LONG_NOTE}more")
+        assert silver_versions(spark, lake) == audited_versions(postgres)
 
         for statement in WHILE_DOWN:
             postgres.sql(DATABASE, statement)
@@ -133,6 +195,7 @@ def test_silver_equals_the_database_through_debeziums_connector(
             assert silver_rows(spark, lake, TABLE, columns) == database_rows(
                 postgres, DATABASE, TABLE, columns
             )
+            assert silver_versions(spark, lake) == audited_versions(postgres)
             for statement in TRUNCATED:
                 postgres.sql(DATABASE, statement)
             wait_for(broker.bootstrap_servers, "sentinel 3")
@@ -140,7 +203,9 @@ def test_silver_equals_the_database_through_debeziums_connector(
         assert silver_rows(spark, lake, TABLE, columns) == database_rows(
             postgres, DATABASE, TABLE, columns
         )
-    assert lake.read(spark, SILVER, f"{TABLE}_quarantine").count() == 0
+        assert silver_versions(spark, lake) == audited_versions(postgres)
+    for name in (TABLE, HISTORY):
+        assert lake.read(spark, SILVER, f"{name}_quarantine").count() == 0, name
     (silver,) = [m for m in result.get_asset_materialization_events() if m.asset_key == key]
     assert silver.materialization.metadata["truncates_applied"].value == 1
 
