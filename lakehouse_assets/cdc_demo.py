@@ -79,9 +79,11 @@ def wait_for(bootstrap_servers: str, name: str, timeout_s: float = 120.0) -> dic
     """
     from kafka import KafkaConsumer
 
+    # The topic may not exist yet: the connector creates it with its first change, and the
+    # consumer sees it at its next metadata refresh (by default every five minutes).
     consumer = KafkaConsumer(
         TOPIC, bootstrap_servers=bootstrap_servers, auto_offset_reset="earliest",
-        consumer_timeout_ms=1000,
+        consumer_timeout_ms=1000, metadata_max_age_ms=1000,
     )  # fmt: skip
     deadline = time.monotonic() + timeout_s
     try:
