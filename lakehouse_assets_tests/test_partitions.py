@@ -6,6 +6,7 @@ from __future__ import annotations
 import dagster as dg
 import pytest
 
+from lakehouse_assets.checks.results import require_upstream_checks_passed
 from lakehouse_assets.partitions import (
     DEFAULT_GOLD_START_DATE,
     gold_start_date,
@@ -173,3 +174,49 @@ def test_a_missing_table_whose_run_failed_is_not_started_at_every_tick() -> None
         )
         cursor = result.cursor
         assert result.get_num_requested(failing_follower.key) == 0
+
+
+CHECKED = {"writes": True, "passes": True}
+
+
+@dg.asset(check_specs=[dg.AssetCheckSpec("sound", asset="checked", blocking=True)])
+def checked() -> dg.MaterializeResult:
+    if not CHECKED["writes"]:
+        raise RuntimeError("the step did not write")
+    return dg.MaterializeResult(
+        check_results=[dg.AssetCheckResult(check_name="sound", passed=CHECKED["passes"])]
+    )
+
+
+@dg.asset(deps=[checked], automation_condition=silver_automation)
+def checked_follower(context) -> None:
+    require_upstream_checks_passed(context)
+
+
+def _after(writes: list[tuple[bool, bool]]) -> tuple[int, bool]:
+    """After runs of ``checked`` that write or not, and whose check passes or not: the runs of
+    ``checked_follower`` the first tick requests, and whether a run of it succeeds."""
+    instance = dg.DagsterInstance.ephemeral()
+    for CHECKED["writes"], CHECKED["passes"] in writes:
+        dg.materialize([checked], instance=instance, raise_on_error=False)
+    CHECKED.update(writes=True, passes=True)
+    result = dg.evaluate_automation_conditions(defs=[checked, checked_follower], instance=instance)
+    run = dg.materialize(
+        [checked, checked_follower], selection=[checked_follower.key], instance=instance,
+        raise_on_error=False,
+    )  # fmt: skip
+    return result.get_num_requested(checked_follower.key), run.success
+
+
+def test_a_table_follows_an_upstream_write_whose_blocking_checks_passed() -> None:
+    assert _after([(True, True)]) == (1, True)
+    assert _after([(True, False)]) == (0, False)  # failed at the latest write: blocked
+
+
+def test_a_check_record_of_a_later_run_that_did_not_write_does_not_block() -> None:
+    """The latest check record is one planned by a run that never wrote (killed, or another
+    run's write landed first): it does not target the latest write. Dagster's
+    all_deps_blocking_checks_passed would wait for the table's next write; the condition
+    requests a run, and the run itself asks the latest write's checks."""
+    assert _after([(True, True), (False, True)]) == (1, True)
+    assert _after([(True, False), (False, True)]) == (1, False)  # that write failed: refused

@@ -16,6 +16,7 @@ from lakehouse_assets.checks.results import (
     not_empty_spec,
     reconciliation_result,
     reconciliation_spec,
+    require_upstream_checks_passed,
     table_check_specs,
     written_rows,
 )
@@ -37,14 +38,7 @@ from lakehouse_assets.constants import (
 from lakehouse_assets.profiling.store import profile_after_write
 from lakehouse_assets.silver import transforms
 from lakehouse_assets.silver.incremental import SILVER_ASSET, SilverConfig, read_changes
-from lakehouse_assets.silver.layout import (
-    dated,
-    days_of,
-    days_of_each,
-    layout,
-    read_days,
-    spread,
-)
+from lakehouse_assets.silver.layout import dated, days_of, days_of_each, layout, read_days, spread
 from lakehouse_assets.silver.parsed import PARSED_TABLES, parsed_table_asset
 from lakehouse_assets.table_metadata import code_references, table_metadata
 from resources import CalendarResource, LakeResource, SparkResource
@@ -71,6 +65,7 @@ def completed_workouts(
     lake: LakeResource,
 ) -> dg.MaterializeResult:
     """Each start paired with its stop within 3 hours; a start waits for its stop."""
+    require_upstream_checks_passed(context)
     session = spark.get_session()
     changes, markers, fresh = read_changes(lake, session, COMPLETED_WORKOUTS, (SILVER, WORKOUTS))
     key, batch = asset_key(SILVER, COMPLETED_WORKOUTS), None
@@ -175,6 +170,7 @@ def workout_bpm(
     """The valid readings of each completed workout, of the device its user had registered at
     the reading's time; new workouts, late readings and new registrations each bring their rows
     (a registration changes only what follows it)."""
+    require_upstream_checks_passed(context)
     session = spark.get_session()
     new_workouts, workouts_marker, workouts_fresh = read_changes(
         lake, session, WORKOUT_BPM, (SILVER, COMPLETED_WORKOUTS)
@@ -266,6 +262,7 @@ def user_bins(
 ) -> dg.MaterializeResult:
     """Age bin (at the as-of date), gender, city and state per user; recomputed whole, since the
     bins move with the as-of date even when no profile changes."""
+    require_upstream_checks_passed(context)
     session = spark.get_session()
     as_of = calendar.today()
     app_id = f"{consumer_app_id(USER_BINS, (SILVER, USER_PROFILE))}@{as_of.isoformat()}"
