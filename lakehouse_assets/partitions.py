@@ -75,16 +75,8 @@ eager = (
 # Late data changes recent days: gold follows silver for the last week of partitions by itself;
 # older days are refreshed by a backfill from the asset graph.
 GOLD_AUTOMATION_LOOKBACK = timedelta(days=7)
-# Neither follows an upstream table whose blocking checks failed at its latest write. Not
-# Dagster's all_deps_blocking_checks_passed: a check's latest record is the one planned last, so
-# when two runs write a table (a retry and a new run of one stream), the run planned second may
-# write first; its passed checks then do not target the latest write, count as not passed, and
-# nothing downstream would start before the table's next write.
-checks_passed = ~dg.AutomationCondition.any_deps_match(
-    dg.AutomationCondition.any_checks_match(
-        dg.AutomationCondition.check_failed(), blocking_only=True
-    )
-).with_label("no_deps_blocking_checks_failed")
+# Neither follows an upstream table whose blocking checks failed.
+checks_passed = dg.AutomationCondition.all_deps_blocking_checks_passed()
 gold_automation = (
     eager.replace(
         "in_latest_time_window",

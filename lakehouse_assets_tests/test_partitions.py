@@ -211,12 +211,3 @@ def _after(writes: list[tuple[bool, bool]]) -> tuple[int, bool]:
 def test_a_table_follows_an_upstream_write_whose_blocking_checks_passed() -> None:
     assert _after([(True, True)]) == (1, True)
     assert _after([(True, False)]) == (0, False)  # failed at the latest write: blocked
-
-
-def test_a_check_record_of_a_later_run_that_did_not_write_does_not_block() -> None:
-    """The latest check record is one planned by a run that never wrote (killed, or another
-    run's write landed first): it does not target the latest write. Dagster's
-    all_deps_blocking_checks_passed would wait for the table's next write; the condition
-    requests a run, and the run itself asks the latest write's checks."""
-    assert _after([(True, True), (False, True)]) == (1, True)
-    assert _after([(True, False), (False, True)]) == (1, False)  # that write failed: refused

@@ -213,8 +213,8 @@ def _failed_at_latest(instance: dg.DagsterInstance, key: dg.AssetKey) -> list[st
 
 def require_upstream_checks_passed(context: dg.AssetExecutionContext) -> None:
     """Refuse to compute an asset whose direct upstream tables failed a blocking check on their
-    latest write, so that manual runs and backfills respect the checks too, and so do runs the
-    automation requested where its condition could not tell (``partitions.checks_passed``).
+    latest write (as the automation does with ``all_deps_blocking_checks_passed``), so that
+    manual runs and backfills respect the checks too.
 
     Raises:
         dg.Failure: naming each failed check; its table must be written again and pass.
