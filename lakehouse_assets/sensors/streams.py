@@ -26,15 +26,10 @@ from lakehouse_assets.checks.freshness import (
 from lakehouse_assets.constants import BRONZE, KAFKA_TOPICS, LANDING_COLUMNS, asset_key, stream_name
 from lakehouse_assets.partitions import STREAM_TAG
 from lakehouse_assets.sensors.chain import chain_request
+from lakehouse_assets.sensors.runs import runs_in_progress
 from resources import KafkaResource, LakeResource, SensorSettings, sensor_settings
 from resources.streaming import STREAM_WRITE
 
-IN_PROGRESS = [
-    dg.DagsterRunStatus.QUEUED,
-    dg.DagsterRunStatus.NOT_STARTED,
-    dg.DagsterRunStatus.STARTING,
-    dg.DagsterRunStatus.STARTED,
-]
 # Metadata keys of the lag observations, one chart each on the asset's Plots tab.
 LAG_RECORDS = "lag/records_waiting"
 LAG_OLDEST_S = "lag/oldest_waiting_seconds"
@@ -49,30 +44,6 @@ class Decision:
 
     launch: bool
     reason: str
-
-
-RETRY = "dagster/will_retry"  # on a failed run the run retries will launch again
-RETRIED = "dagster/auto_retry_run_id"  # on a failed run whose retry was launched
-
-
-def runs_in_progress(instance: dg.DagsterInstance, key: dg.AssetKey) -> list[str]:
-    """The ids of the queued or running runs that will materialize ``key``, and of the failed
-    ones whose retry is about to be launched. (A new run beside a retry would write the same
-    tables; Dagster then counts the checks of the run planned last, which may have written
-    first, and what follows waits for the tables' next write.)"""
-    records = [
-        *instance.get_run_records(dg.RunsFilter(statuses=IN_PROGRESS)),
-        *instance.get_run_records(
-            dg.RunsFilter(statuses=[dg.DagsterRunStatus.FAILURE], tags={RETRY: "true"}),
-            limit=20,
-        ),
-    ]
-    return [
-        record.dagster_run.run_id
-        for record in records
-        if key in (record.dagster_run.asset_selection or ())
-        and RETRIED not in record.dagster_run.tags
-    ]
 
 
 def _busy(stream: str, busy: Sequence[str], then: str) -> str:

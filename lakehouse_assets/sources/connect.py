@@ -35,12 +35,11 @@ from lakehouse_assets.sources.values import (
 VARIABLE_SCALE_DEFAULT = "decimal(38,18)"
 VARIABLE_SCALE = "io.debezium.data.VariableScaleDecimal"
 DECIMAL = "org.apache.kafka.connect.data.Decimal"
-# The type names of Kafka Connect's JsonConverter (its JsonSchema: "float" and "double" for
-# Connect's FLOAT32 and FLOAT64, whose own names are accepted too).
+# JsonConverter's type names ("float", "double"), and Connect's own for its FLOAT32 and FLOAT64.
 PRIMITIVES: dict[str, Type] = {
-    "int8": "int", "int16": "int", "int32": "int", "int64": "long", "float": "double",
-    "double": "double", "float32": "double", "float64": "double", "boolean": "boolean",
-    "string": "string", "bytes": "binary",
+    "int8": "int", "int16": "int", "int32": "int", "int64": "long", "float": "double", "double":
+    "double", "float32": "double", "float64": "double", "boolean": "boolean", "string": "string",
+    "bytes": "binary",
 }  # fmt: skip
 EPOCH_DAY = dt.date(1970, 1, 1)
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)

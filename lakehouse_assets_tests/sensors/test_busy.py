@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dagster as dg
 
-from lakehouse_assets.sensors.streams import RETRIED, RETRY, runs_in_progress
+from lakehouse_assets.sensors.runs import RETRIED, RETRY, runs_in_progress
 
 FAILS = {"now": True}
 
