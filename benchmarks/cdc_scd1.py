@@ -5,8 +5,11 @@ What it measures
 ``--records`` Debezium change events (1,000,000) over ``--keys`` keys (100,000) are produced once
 to a topic of the embedded broker (4 partitions, keyed by the row's id, as Debezium keys them):
 per key an insert, updates, and for one key in ten a delete at the end; one event in a hundred
-is swapped with its neighbour, so some arrive out of order. Envelopes without the schema wrapper
-(``value.converter.schemas.enable=false``), ordered by ``source.lsn``.
+is swapped with its neighbour, so some arrive out of order. Ordered by ``source.lsn``. By default
+the envelopes come without the schema wrapper (``value.converter.schemas.enable=false``); with
+``--schemas`` each carries its Kafka Connect schema as Debezium's default converter writes it
+(``{"schema": ..., "payload": ...}``), the balance a ``Decimal`` (base64 of its unscaled value,
+scale 2) and ``updated_at`` a ``MicroTimestamp``.
 
 Then, ``--rounds`` times, taking turns (A B, then A B again) so that drift falls on both:
 
@@ -14,7 +17,8 @@ Then, ``--rounds`` times, taking turns (A B, then A B again) so that drift falls
   Spark Connect server that the benchmark starts, into a new lake: Kafka to bronze (every
   envelope kept), then bronze to the SCD1 table.
 - B, a user's alternative: one Python process consuming the topic with confluent-kafka,
-  ``json.loads`` per record, the newest change per key (pyarrow), and one delta-rs ``merge``
+  ``json.loads`` per record (with ``--schemas``, the payload's decimal and timestamp decoded by
+  their Connect types), the newest change per key (pyarrow), and one delta-rs ``merge``
   (delete, update when newer, insert) into a new Delta table. It keeps no raw copy and no
   record of deletes, and does one merge for the whole backlog: its best case.
 
@@ -31,11 +35,15 @@ Target of issue 12: at least 1.0x.
 Usage::
 
     .venv/bin/python benchmarks/cdc_scd1.py [--records 1000000] [--keys 100000] [--rounds 2]
+        [--schemas]
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
+import datetime as dt
+import decimal
 import json
 import random
 import statistics
@@ -72,9 +80,51 @@ SOURCE = SourceDeclaration(
 )  # fmt: skip
 
 
-def changes(records: int, keys: int, seed: int = 12) -> Iterator[tuple[bytes, bytes]]:
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+UPDATED_AT = 1_700_000_000_000_000  # the first change's updated_at, microseconds since 1970
+
+
+def _field(name: str, kind: str, semantic: str | None = None, **parameters: str) -> dict:
+    field: dict[str, Any] = {"type": kind, "optional": name != "id", "field": name}
+    if semantic:
+        field.update(name=semantic, version=1)
+    if parameters:
+        field["parameters"] = parameters
+    return field
+
+
+ROW_FIELDS = [
+    _field("id", "int32"), _field("name", "string"), _field("email", "string"),
+    _field("country", "string"),
+    _field("balance", "bytes", "org.apache.kafka.connect.data.Decimal", scale="2",
+           **{"connect.decimal.precision": "12"}),
+    _field("updated_at", "int64", "io.debezium.time.MicroTimestamp"),
+]  # fmt: skip
+SOURCE_FIELDS = [
+    _field("version", "string"), _field("connector", "string"), _field("name", "string"),
+    _field("ts_ms", "int64"), _field("db", "string"), _field("schema", "string"),
+    _field("table", "string"), _field("txId", "int64"), _field("lsn", "int64"),
+]  # fmt: skip
+# The Connect schema of an envelope, as JsonConverter writes it for a PostgreSQL table.
+ENVELOPE_SCHEMA = {
+    "type": "struct", "optional": False, "name": "shop.public.accounts.Envelope", "version": 2,
+    "fields": [
+        {"type": "struct", "fields": ROW_FIELDS, "optional": True,
+         "name": "shop.public.accounts.Value", "field": "before"},
+        {"type": "struct", "fields": ROW_FIELDS, "optional": True,
+         "name": "shop.public.accounts.Value", "field": "after"},
+        {"type": "struct", "fields": SOURCE_FIELDS, "optional": False,
+         "name": "io.debezium.connector.postgresql.Source", "field": "source"},
+        _field("op", "string"), _field("ts_ms", "int64"),
+    ],
+}  # fmt: skip
+
+
+def changes(
+    records: int, keys: int, seed: int = 12, schemas: bool = False
+) -> Iterator[tuple[bytes, bytes]]:
     """``records`` Debezium envelopes (key, value) over ``keys`` ids, in log order but for one in
-    a hundred swapped with the next."""
+    a hundred swapped with the next; with ``schemas``, wrapped with their Connect schema."""
     rng = random.Random(seed)
     per_key = records // keys
     events: list[tuple[int, str]] = []
@@ -91,23 +141,34 @@ def changes(records: int, keys: int, seed: int = 12) -> Iterator[tuple[bytes, by
     for position in order:
         key, op = events[position]
         lsn = 1_000_000 + position
-        row = {"id": key, "name": f"account {key}", "email": f"a{key}@example.com",
+        row: dict[str, Any] = {"id": key, "name": f"account {key}", "email": f"a{key}@example.com",
                "country": COUNTRIES[key % 5], "balance": round(position * 0.01, 2)}  # fmt: skip
+        if schemas:  # the balance's unscaled value is the position: its base64, scale 2
+            unscaled = position.to_bytes((position.bit_length() + 8) // 8, "big", signed=True)
+            row["balance"] = base64.b64encode(unscaled).decode()
+            row["updated_at"] = UPDATED_AT + position * 1000
         envelope = {
             "before": row if op == "d" else None, "after": None if op == "d" else row,
             "source": {"connector": "postgresql", "db": "shop", "table": "accounts", "lsn": lsn,
                        "ts_ms": 1_700_000_000_000 + position},
             "op": op, "ts_ms": 1_700_000_000_000 + position,
         }  # fmt: skip
+        if schemas:  # compact, as JsonConverter writes it
+            wrapped = {"schema": ENVELOPE_SCHEMA, "payload": envelope}
+            yield (
+                json.dumps({"id": key}).encode(),
+                json.dumps(wrapped, separators=(",", ":")).encode(),
+            )
+            continue
         yield json.dumps({"id": key}).encode(), json.dumps(envelope).encode()
 
 
-def produce(bootstrap: str, records: int, keys: int) -> float:
+def produce(bootstrap: str, records: int, keys: int, schemas: bool = False) -> float:
     from confluent_kafka import Producer
 
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.size": 1 << 20})
     started = time.perf_counter()
-    for count, (key, value) in enumerate(changes(records, keys)):
+    for count, (key, value) in enumerate(changes(records, keys, schemas=schemas)):
         partition = json.loads(key)["id"] % PARTITIONS
         while True:
             try:
@@ -175,13 +236,25 @@ def merge_envelopes(values: list[bytes], uri: str, started: float) -> dict[str, 
     """``json.loads`` each envelope, keep the newest change per key, one delta-rs merge."""
     names = ("id", "name", "email", "country", "balance")
     columns: dict[str, list[Any]] = {c: [] for c in (*names, "lsn", "op")}
+    schemas = False
     for value in values:
         envelope = json.loads(value)
-        row = envelope["after"] or envelope["before"]
+        if "payload" in envelope:  # Connect's wrapper: the decimal and timestamp decoded
+            schemas, envelope = True, envelope["payload"]
+            row = dict(envelope["after"] or envelope["before"])
+            unscaled = int.from_bytes(base64.b64decode(row["balance"]), "big", signed=True)
+            row["balance"] = decimal.Decimal(unscaled).scaleb(-2)
+            columns.setdefault("updated_at", []).append(
+                EPOCH + dt.timedelta(microseconds=row["updated_at"])
+            )
+        else:
+            row = envelope["after"] or envelope["before"]
         for name in names:
             columns[name].append(row[name])
         columns["lsn"].append(envelope["source"]["lsn"])
         columns["op"].append(envelope["op"])
+    if schemas:
+        columns["balance"] = pa.array(columns["balance"], pa.decimal128(12, 2))  # type: ignore[assignment]
     batch = pa.table(columns)
     newest = batch.sort_by([("id", "ascending"), ("lsn", "descending")])
     first = pc.not_equal(  # pyright: ignore[reportAttributeAccessIssue]
@@ -207,6 +280,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--keys", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--schemas", action="store_true", help="envelopes with Connect schemas")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as work, EmbeddedBroker() as broker:
         bootstrap = broker.bootstrap_servers
@@ -214,8 +288,9 @@ def main(argv: list[str] | None = None) -> None:
             TOPIC, PARTITIONS
         )
         print(f"{ENV_PROFILE}={profile_mode()}")
-        seconds = produce(bootstrap, args.records, args.keys)
-        print(f"produced {args.records:,} changes in {seconds:.1f} s")
+        seconds = produce(bootstrap, args.records, args.keys, args.schemas)
+        wrapped = " with Connect schemas" if args.schemas else ""
+        print(f"produced {args.records:,} changes{wrapped} in {seconds:.1f} s")
         with SparkConnectServer() as server:
             warm = run_lakehouse(bootstrap, Path(work) / "warm-up", server.url)
             print(f"warm-up run: {warm['seconds']:.1f} s (not counted)")

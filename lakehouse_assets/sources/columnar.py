@@ -4,10 +4,12 @@ without an issue. Any batch that might not, the record reader reads instead, one
 time, so the two paths give the same rows.
 
 Read in columns: plain and Debezium JSON objects (relational envelopes, unwrapped) whose fields
-have scalar types other than dates and timestamps, or objects of them. What cannot fit, pyarrow
-refuses (a text in a number's field, a fraction in an integer's, a number out of range) and what
-the schema lacks it adds to the batch's types: either way the batch goes to the record reader,
-which reports them. Values that are not one-line JSON objects in UTF-8 do too.
+have scalar types other than dates and timestamps, or objects of them; and Debezium envelopes
+with their Kafka Connect schema whose columns are scalars of any type (``connect_columns``).
+What cannot fit, pyarrow refuses (a text in a number's field, a fraction in an integer's, a
+number out of range) and what the schema lacks it adds to the batch's types: either way the batch
+goes to the record reader, which reports them. Values that are not one-line JSON objects in
+UTF-8 do too.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as compute
 import pyarrow.json as pj
 
-from lakehouse_assets.sources import debezium
+from lakehouse_assets.sources import connect_columns, debezium
 from lakehouse_assets.sources.schema import Type, arrow_type
 
 if TYPE_CHECKING:
@@ -33,7 +35,10 @@ ENVELOPE_REWRAPS = ("payload", "patch", "filter")  # wrapped or MongoDB envelope
 
 
 def readable(schema: dict[str, Type], format: str) -> bool:
-    """Whether records of ``schema`` in ``format`` can be read in columns at all."""
+    """Whether records of ``schema`` in ``format`` can be read in columns at all (Debezium
+    envelopes with their Connect schema when every column is a scalar: ``connect_columns``)."""
+    if format == "debezium-json" and all(isinstance(t, str) for t in schema.values()):
+        return True
     return format in ("json", "debezium-json") and all(_columnar(t) for t in schema.values())
 
 
@@ -43,10 +48,9 @@ def _columnar(declared: Type) -> bool:
     return isinstance(declared, str) and declared in COLUMNAR_SCALARS
 
 
-def parse(values: pa.Array, explicit: dict[str, pa.DataType]) -> pa.Table | None:
-    """The JSON objects of ``values`` (binary, no nulls) as a table, one row per value, with the
-    ``explicit`` types and the inferred types of any other field; None when a value is not a JSON
-    object on one line in UTF-8, or does not fit its field's type."""
+def lines(values: pa.Array) -> pa.Array | None:
+    """``values`` (binary, no nulls) as text, or None when one is not a JSON object on one line
+    in UTF-8."""
     try:
         text = values.cast(pa.string())  # checks UTF-8
     except pa.ArrowInvalid:
@@ -54,15 +58,27 @@ def parse(values: pa.Array, explicit: dict[str, pa.DataType]) -> pa.Table | None
     objects = pc.and_(pc.starts_with(text, "{"), pc.ends_with(text, "}"))
     if not pc.all(objects).as_py():
         return None  # pyarrow would read a bare null as a row (or crash on it)
-    lines = b"\n".join(values.to_pylist())
-    if lines.count(b"\n") != len(values) - 1 or b"\r" in lines:
+    if pc.any(pc.match_substring_regex(text, "[\r\n]")).as_py():
         return None  # a value on several lines
+    return text
+
+
+def parse(values: pa.Array, explicit: dict[str, pa.DataType]) -> pa.Table | None:
+    """The JSON objects of ``values`` (binary, no nulls) as a table, one row per value, with the
+    ``explicit`` types and the inferred types of any other field; None when a value is not a JSON
+    object on one line in UTF-8, or does not fit its field's type."""
+    return None if lines(values) is None else read_json(values, explicit)
+
+
+def read_json(values: pa.Array, explicit: dict[str, pa.DataType]) -> pa.Table | None:
+    """``parse`` of values known to be JSON objects on one line."""
+    joined = b"\n".join(values.cast(pa.binary()).to_pylist())
     options = pj.ParseOptions(
         explicit_schema=pa.schema(list(explicit.items())), unexpected_field_behavior="infer"
     )
-    read = pj.ReadOptions(use_threads=False, block_size=len(lines) + 1)
+    read = pj.ReadOptions(use_threads=False, block_size=len(joined) + 1)
     try:
-        table = pj.read_json(pa.BufferReader(lines), read_options=read, parse_options=options)
+        table = pj.read_json(pa.BufferReader(joined), read_options=read, parse_options=options)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
     return table if table.num_rows == len(values) else None
@@ -171,19 +187,27 @@ def read(batch: pa.RecordBatch, spec: ReadSpec) -> Columns | None:
     if tombstones and spec.format == "json" and spec.mode != "latest-per-key":
         return None  # no value: quarantined
     schema = spec.schema
-    explicit = {name: arrow_type(kind) for name, kind in schema.items()}
-    if spec.format == "debezium-json":
-        explicit = envelope_fields(spec.order_by, pa.struct(list(explicit.items())))
-    table = parse(values.filter(present) if tombstones else values, explicit)
-    if table is None:
-        return None
+    records = values.filter(present) if tombstones else values
     op = order = None
-    if spec.format == "debezium-json":
-        read = changes(table, schema, spec.order_by, not spec.keep_empty_strings)
+    if spec.format == "debezium-json" and connect_columns.wrapped(records):
+        read = connect_columns.changes(records, spec)
+        if read is None:
+            return None
+        op, row, order = read
+    elif not all(_columnar(t) for t in schema.values()):
+        return None  # dates, decimals, ...: the Connect schema types them, else the record reader
+    elif spec.format == "debezium-json":
+        explicit = {name: arrow_type(kind) for name, kind in schema.items()}
+        table = parse(records, envelope_fields(spec.order_by, pa.struct(list(explicit.items()))))
+        read = None if table is None else changes(table, schema, spec.order_by,
+                                                  not spec.keep_empty_strings)  # fmt: skip
         if read is None:
             return None
         op, row, order = read
     else:
+        table = parse(records, {name: arrow_type(kind) for name, kind in schema.items()})
+        if table is None:
+            return None
         columns = [column.combine_chunks() for column in table.columns]
         struct = pa.StructArray.from_arrays(columns, table.column_names)
         row = conform(struct, schema, not spec.keep_empty_strings)

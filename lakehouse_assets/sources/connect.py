@@ -21,14 +21,7 @@ from typing import Any
 
 from lakehouse_assets.sources import schema as types
 from lakehouse_assets.sources.schema import Schema, Type
-from lakehouse_assets.sources.values import (
-    Misfit,
-    convert,
-    decimal_type,
-    fit_decimal,
-    observed,
-    timestamp,
-)
+from lakehouse_assets.sources.values import Misfit, decimal_type, fit, observed, timestamp
 
 # A numeric without scale (io.debezium.data.VariableScaleDecimal) is stored in this type unless
 # the schema file names another: 20 integer and 18 fraction digits, Spark's widest precision.
@@ -196,16 +189,29 @@ def time_of_day(count: int, per_second: int) -> str:
     return f"{text}.{decimals}" if decimals else text
 
 
-def _integer(value: Any) -> int:
-    if type(value) is not int:
-        raise TypeError(value)
-    return value
+def _exactly(kind: type) -> Callable[[Any], Any]:
+    """A reader of JSON values of exactly ``kind`` (a bool is no int)."""
+
+    def read(value: Any) -> Any:
+        if type(value) is not kind:
+            raise TypeError(value)
+        return value
+
+    return read
 
 
-def _text(value: Any) -> str:
-    if not isinstance(value, str):
-        raise TypeError(value)
-    return value
+_integer, _text, _boolean = _exactly(int), _exactly(str), _exactly(bool)
+
+
+def _width(bits: int) -> Callable[[Any], int]:
+    """A reader of integers of ``bits`` (Spark's int holds 32, its long 64): wider is refused."""
+
+    def read(value: Any) -> int:
+        if not -(2 ** (bits - 1)) <= _integer(value) < 2 ** (bits - 1):
+            raise OverflowError(value)
+        return value
+
+    return read
 
 
 def _number(value: Any) -> float:
@@ -214,14 +220,8 @@ def _number(value: Any) -> float:
     return float(value)
 
 
-def _boolean(value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise TypeError(value)
-    return value
-
-
 _PRIMITIVE_READERS: dict[str, Callable[[Any], Any]] = {
-    "int8": _integer, "int16": _integer, "int32": _integer, "int64": _integer,
+    "int8": _width(32), "int16": _width(32), "int32": _width(32), "int64": _width(64),
     "float": _number, "double": _number, "float32": _number, "float64": _number,
     "boolean": _boolean, "string": _text,
     "bytes": lambda value: base64.b64decode(_text(value), validate=True),
@@ -274,28 +274,3 @@ def typed_row(
         issues.extend((m.path, m.seen) for m in misfits[1:])
         raise misfits[0]
     return out
-
-
-def fit(value: Any, declared: Type, seen: Type, path: tuple[str, ...]) -> Any:
-    """``value``, of type ``seen``, as a column of type ``declared`` holds it.
-
-    Raises:
-        Misfit: ``declared`` does not hold values of type ``seen``.
-    """
-    if value is None or declared == seen:
-        return value
-    if not types.accepts(declared, seen):
-        raise Misfit(path, declared, seen)
-    if isinstance(declared, dict) and isinstance(seen, dict):
-        return {k: fit(value.get(k), declared[k], t, (*path, k)) for k, t in seen.items()}
-    if isinstance(declared, list) and isinstance(seen, list):
-        return [fit(item, declared[0], seen[0], path) for item in value] if seen else value
-    if declared == "timestamp" and isinstance(value, dt.date):
-        return dt.datetime.combine(value, dt.time(), dt.UTC)
-    if isinstance(declared, str) and types.DECIMAL.fullmatch(declared):
-        fitted = fit_decimal(decimal.Decimal(value), declared)
-        if fitted is None:
-            raise Misfit(path, declared, seen)
-        return fitted
-    # The rules of plain JSON values: an integer's range, ISO text as a date or a date-time.
-    return convert(value, declared, path, [], empty_is_null=False)

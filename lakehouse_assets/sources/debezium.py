@@ -90,6 +90,8 @@ def envelope(value: dict[str, Any], order_by: str) -> tuple[str, Any, Any, dict[
     wrapper = None
     if "schema" in value and "payload" in value:
         wrapper, value = value["schema"], value["payload"]
+    if not isinstance(value, dict):
+        raise ValueError("not a change event: its payload is not an object")
     op = value.get("op")
     if op is None:
         raise ValueError("not a change event: no op")

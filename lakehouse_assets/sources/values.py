@@ -179,3 +179,33 @@ def _text_kind(value: str) -> str:
 def timestamp(text: str) -> dt.datetime:
     moment = dt.datetime.fromisoformat(text.replace(" ", "T", 1))
     return moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)
+
+
+def fit(value: Any, declared: Type, seen: Type, path: tuple[str, ...]) -> Any:
+    """``value``, of type ``seen``, as a column of type ``declared`` holds it.
+
+    Raises:
+        Misfit: ``declared`` does not hold values of type ``seen``.
+    """
+    if value is None:
+        return value
+    if declared == seen:
+        if isinstance(value, decimal.Decimal) and fit_decimal(value, str(declared)) is None:
+            # More digits than its own Connect type holds: the column widens to hold the value.
+            raise Misfit(path, declared, decimal_type(value))
+        return value
+    if not types.accepts(declared, seen):
+        raise Misfit(path, declared, seen)
+    if isinstance(declared, dict) and isinstance(seen, dict):
+        return {k: fit(value.get(k), declared[k], t, (*path, k)) for k, t in seen.items()}
+    if isinstance(declared, list) and isinstance(seen, list):
+        return [fit(item, declared[0], seen[0], path) for item in value] if seen else value
+    if declared == "timestamp" and isinstance(value, dt.date):
+        return dt.datetime.combine(value, dt.time(), dt.UTC)
+    if isinstance(declared, str) and types.DECIMAL.fullmatch(declared):
+        fitted = fit_decimal(decimal.Decimal(value), declared)
+        if fitted is None:
+            raise Misfit(path, declared, seen)
+        return fitted
+    # The rules of plain JSON values: an integer's range, ISO text as a date or a date-time.
+    return convert(value, declared, path, [], empty_is_null=False)

@@ -209,6 +209,27 @@ def test_widened_connect_types_widen_the_column_and_others_do_not() -> None:
     assert evolution.grow({"id": "int", "x": "int"}, [(got["_issues"], 1)])["x"] == "long"
 
 
+def test_a_value_wider_than_its_own_connect_type_is_refused_and_widens_the_column() -> None:
+    """What no Spark column of the Connect type holds (the batch's Arrow arrays would fail and
+    the source stop) gets a reason, and the schema grows to hold it on the next reading."""
+    table = {"id": "int", "x": "int"}
+    got = typed([field("x", "int32")], 2**31, table)  # one beyond int32's range
+    assert got["reason"] == "incompatible x: expected int, got long"
+    assert evolution.grow(table, [(got["_issues"], 1)])["x"] == "long"
+    money = {"id": "int", "x": "decimal(12,2)"}
+    # 10**13 unscaled, base64 of 09 18 4E 72 A0 00: 100000000000.00, 14 digits.
+    price = field("x", "bytes", "org.apache.kafka.connect.data.Decimal", scale="2",
+                  connect_decimal_precision="12")  # fmt: skip
+    got = typed([price], "CRhOcqAA", money)
+    assert got["reason"] == "incompatible x: expected decimal(12,2), got decimal(14,2)"
+    assert evolution.grow(money, [(got["_issues"], 1)])["x"] == "decimal(14,2)"
+
+
+def test_a_payload_that_is_not_an_object_has_its_reason() -> None:
+    read = Reader(spec({"id": "int"})).read(b'{"schema":{"type":"struct"},"payload":null}', b"k")
+    assert read["reason"] == "not a change event: its payload is not an object"
+
+
 def test_schema_files_name_decimals_and_binary() -> None:
     text = '{"a": "decimal(12,2)", "b": "binary", "c": ["decimal(38,18)"]}'
     assert types.loads(text, "f") == {"a": "decimal(12,2)", "b": "binary", "c": ["decimal(38,18)"]}
