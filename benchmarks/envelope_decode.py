@@ -44,7 +44,12 @@ from pyspark.sql import DataFrame  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 
 from lakehouse_assets.devtools.spark_server import SparkConnectServer  # noqa: E402
-from lakehouse_assets.sources.reader import Reader, ReadSpec, output_fields  # noqa: E402
+from lakehouse_assets.sources.reader import (  # noqa: E402
+    Reader,
+    ReadSpec,
+    _read_records,  # pyright: ignore[reportPrivateUsage]
+    output_fields,
+)
 from lakehouse_assets.sources.refine import read_records  # noqa: E402
 from lakehouse_assets.sources.schema import Schema  # noqa: E402
 from resources import ENV_SPARK_REMOTE, build_resources  # noqa: E402
@@ -64,15 +69,9 @@ ENVELOPE = (
 
 def one_at_a_time(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """The record reader on every record (``mapInArrow``'s function)."""
-    reader = Reader(SPEC)
-    fields = output_fields(SPEC)
+    reader, fields = Reader(SPEC), output_fields(SPEC)
     for batch in batches:
-        values, keys = batch.column("value").to_pylist(), batch.column("key").to_pylist()
-        offsets = batch.column("offset").to_pylist()
-        rows = [reader.read(*record) for record in zip(values, keys, offsets, strict=True)]
-        yield pa.RecordBatch.from_pydict(
-            {name: pa.array([row.get(name) for row in rows], kind) for name, kind in fields}
-        )
+        yield pa.RecordBatch.from_pydict(_read_records(reader, batch, fields))
 
 
 def columns(records: DataFrame) -> int:
@@ -80,7 +79,7 @@ def columns(records: DataFrame) -> int:
 
 
 def records_one_at_a_time(records: DataFrame) -> int:
-    schema = ", ".join(f"`{name}` {kind}" for name, kind in _spark_fields())
+    schema = ", ".join(f"`{name}` {kind}" for name, kind in [("value", "binary"), *_spark_fields()])
     return records.mapInArrow(one_at_a_time, schema).where(F.col("reason").isNull()).count()
 
 

@@ -35,12 +35,12 @@ WRAPPED = b'{"schema"'  # how JsonConverter begins an envelope with its schema
 # Where the schema ends: a cut inside it (a key "payload" in it) leaves invalid JSON on each side.
 PAYLOAD = r',\s*"payload"\s*:'
 MOST_SCHEMAS = 8  # distinct schemas in one batch beyond which the record reader reads it
-# The parse types of Connect's primitives; a column of a named type is parsed as its primitive.
+# The parse types of Connect's primitives (bytes as their base64 text); a named type is parsed
+# as its primitive.
 WIRE = {
-    "int8": pa.int32(), "int16": pa.int32(), "int32": pa.int32(), "int64": pa.int64(),
-    "float": pa.float64(), "double": pa.float64(), "float32": pa.float64(),
-    "float64": pa.float64(), "boolean": pa.bool_(), "string": pa.string(), "bytes": pa.string(),
-}  # fmt: skip
+    kind: pa.string() if column == "binary" else arrow_type(column)
+    for kind, column in connect.PRIMITIVES.items()
+}
 # Named types whose value is the primitive itself, by primitive.
 IDENTICAL = {
     "string": connect.TEXTS, "int32": ("io.debezium.time.Year",),
@@ -125,12 +125,8 @@ def _row_fields(head: str, schema: Schema) -> dict[str, dict[str, Any]] | None:
     except orjson.JSONDecodeError:
         return None
     envelope = document.get("schema") if isinstance(document, dict) else None
-    if (
-        len(document) != 1
-        or not isinstance(envelope, dict)
-        or debezium.not_a_change({"schema": envelope, "payload": {"op": "c"}})
-    ):
-        return None
+    if len(document) != 1 or not isinstance(envelope, dict):
+        return None  # a heartbeat's or another message's schema has no row: None below
     after, before = connect.row_schema(envelope, "after"), connect.row_schema(envelope, "before")
     if after is None or before is None or after.get("fields") != before.get("fields"):
         return None
