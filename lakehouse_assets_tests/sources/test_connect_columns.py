@@ -108,6 +108,17 @@ def test_a_batch_with_connect_schemas_is_read_in_columns_typed_as_connect_define
     assert [r["name"] for r in read(records, kept)] == ["ann", None, ""]
 
 
+def test_a_batch_of_deletes_only_and_one_of_tombstones_only() -> None:
+    deletes = batch([envelope({**ROW, "id": 3}, op="d", lsn=4), envelope(op="d", lsn=5)])
+    assert columnar.read(deletes, spec()) is not None
+    read_deletes = [
+        (r["id"], r["_op"], r["_deleted"], r["_sequence"]) for r in read(deletes, spec())
+    ]
+    assert read_deletes == [(3, "d", True, Decimal(4)), (1, "d", True, Decimal(5))]
+    tombstones = batch([None, None])
+    assert [(r["_skipped"], r["reason"]) for r in read(tombstones, spec())] == [(True, None)] * 2
+
+
 def test_spaced_json_and_schemas_that_differ_only_in_names_are_read_in_columns() -> None:
     records = batch([envelope(compact=False), envelope(name="shop.public.t.Value2")])
     assert columnar.read(records, spec()) is not None
