@@ -1,13 +1,16 @@
-"""Delta merges (silver upserts) with Delta Lake's ``MERGE INTO``, run by Spark: the batch's
-changes (a DataFrame, never collected) merged into the table by its keys."""
+"""Delta merges (silver upserts) through PySpark's ``DataFrame.mergeInto``, which Delta Lake runs
+as its own ``MERGE``: the batch's changes (a DataFrame, never collected) merged into the table by
+its keys. Conditions are Spark columns built by the caller over the merge's two sides
+(``Condition``); the one SQL statement left is ``ALTER TABLE ... ADD COLUMNS`` for columns the
+table lacks (``mergeInto``'s schema evolution adds none for explicit assignments)."""
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Sequence
-from typing import Any
+import functools
+import operator
+from collections.abc import Callable, Sequence
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from resources.delta import (
@@ -15,7 +18,6 @@ from resources.delta import (
     append,
     commit_markers,
     ddl,
-    literal,
     marker_settings,
     plain_strings,
     quoted,
@@ -25,16 +27,28 @@ from resources.delta import (
 from resources.delta_log import find, unheld
 from resources.object_store import hadoop_uri
 
+Side = Callable[[str], Column]
+"""A column of one side of a merge (its source or its target row), by name."""
+Condition = Callable[[Side, Side], Column]
+"""A merge's condition over its ``source`` and ``target`` rows."""
+SOURCE = "source"  # the alias of a merge's source rows
+
+
+def later(column: str) -> Condition:
+    """The condition that the source row's ``column`` is later than the target row's: the
+    newest wins."""
+    return lambda source, target: source(column) > target(column)
+
 
 def merge(
     source: DataFrame,
     uri: str,
     keys: Sequence[str],
     markers: Markers | None = None,
-    update_when: str | None = None,
+    update_when: Condition | None = None,
     delete_flag: str | None = None,
     partition_by: Sequence[str] = (),
-    replace: str | None = None,
+    replace: Column | None = None,
     within_partitions: bool = True,
 ) -> None:
     """Upsert ``source`` (a batch's changes) by ``keys``.
@@ -47,19 +61,19 @@ def merge(
     Columns of ``source`` the table lacks are added to it first.
 
     Args:
-        update_when: a SQL condition over ``source`` and ``target`` that a matching row must
-            meet to be updated (e.g. ``source.ts > target.ts``: the newest wins).
+        update_when: the condition a matching row must meet to be updated (e.g. ``later("ts")``:
+            the newest wins).
         delete_flag: a boolean column of ``source``: rows where it is true delete their match
             (if it meets ``update_when``) and are never inserted. The column is not stored.
         partition_by: the table's partition columns (used when the merge creates it).
-        replace: a SQL condition over ``target`` (see ``in_values``): ``source`` holds every row
-            the table should have where it holds; the table's other such rows are deleted (in
-            every partition). Not with ``update_when`` or ``delete_flag``.
+        replace: a condition over the table's columns: ``source`` holds every row the table
+            should have where it holds; the table's other such rows are deleted (in every
+            partition). Not with ``update_when`` or ``delete_flag``.
 
     Raises:
         ValueError: the table exists with other partition columns (laid out by an older version).
     """
-    if replace and (update_when or delete_flag):
+    if replace is not None and (update_when or delete_flag):
         raise ValueError("A merge that replaces rows takes neither update_when nor delete_flag.")
     spark = source.sparkSession
     missing = unheld(uri, markers)
@@ -76,35 +90,32 @@ def merge(
     _check_layout(delta.metadata().partition_columns, partition_by, uri)
     stored = set(delta.schema().to_arrow().names)
     _add_columns(source.select(*kept), uri, stored)
-    if replace:
+    if replace is not None:
         source, delete_flag = _with_replaced(source, uri, keys, replace), REPLACED
-    matches = [f"target.{quoted(key)} = source.{quoted(key)}" for key in keys]
+    target_name = table_name(uri)
+
+    def source_column(name: str) -> Column:
+        return F.col(f"{SOURCE}.{quoted(name)}")
+
+    def target_column(name: str) -> Column:  # Delta names the target by its table name
+        return F.col(f"{target_name}.{quoted(name)}")
+
+    matches = [target_column(key) == source_column(key) for key in keys]
     if within_partitions:
-        matches += _in_partitions(source, partition_by)
+        matches += _in_partitions(source, partition_by, target_column)
+    newer = update_when(source_column, target_column) if update_when else None
     values = [name for name in kept if name not in keys]
-    differs = " OR ".join(f"target.{quoted(n)} IS DISTINCT FROM source.{quoted(n)}" for n in values)
-    live = f"NOT source.{quoted(delete_flag)}" if delete_flag else None
-    clauses = []
-    if delete_flag:
-        deletes = f"source.{quoted(delete_flag)}" + (f" AND ({update_when})" if update_when else "")
-        clauses.append(f"WHEN MATCHED AND {deletes} THEN DELETE")
-    conditions = (live, update_when and f"({update_when})", differs and f"({differs})")
-    assignments = ", ".join(f"target.{quoted(n)} = source.{quoted(n)}" for n in kept)
-    clauses.append(f"WHEN MATCHED{_and(conditions)} THEN UPDATE SET {assignments}")
-    columns = ", ".join(quoted(n) for n in kept)
-    inserted = ", ".join(f"source.{quoted(n)}" for n in kept)
-    clauses.append(f"WHEN NOT MATCHED{_and([live])} THEN INSERT ({columns}) VALUES ({inserted})")
-    view = f"merge_source_{uuid.uuid4().hex}"
-    source.createOrReplaceTempView(view)
-    statement = (
-        f"MERGE INTO {table_name(uri)} AS target USING {view} AS source "
-        f"ON {' AND '.join(matches)} " + " ".join(clauses)
-    )
-    try:
-        with session_settings(spark, marker_settings(markers)):
-            spark.sql(statement).collect()
-    finally:
-        spark.catalog.dropTempView(view)
+    differs = [~target_column(name).eqNullSafe(source_column(name)) for name in values]
+    deleted = source_column(delete_flag) if delete_flag else None
+    assignments = {quoted(name): source_column(name) for name in kept}
+    writer = source.alias(SOURCE).mergeInto(target_name, functools.reduce(operator.and_, matches))
+    if deleted is not None:
+        writer = writer.whenMatched(_all([deleted, newer])).delete()
+    changed = _any(differs)
+    writer = writer.whenMatched(_all([_not(deleted), newer, changed])).update(assignments)
+    writer = writer.whenNotMatched(_not(deleted)).insert(assignments)
+    with session_settings(spark, marker_settings(markers)):
+        writer.merge()
     # Delta commits no MERGE of an empty source, nor its marker: then every marker alone.
     first = dict(list(markers.items())[:1])
     commit_markers(spark, uri, markers, skip_first=not unheld(uri, first))
@@ -113,24 +124,33 @@ def merge(
 REPLACED = "_lakehouse_replaced"
 
 
-def _with_replaced(source: DataFrame, uri: str, keys: Sequence[str], replace: str) -> DataFrame:
+def _with_replaced(source: DataFrame, uri: str, keys: Sequence[str], replace: Column) -> DataFrame:
     """``source`` with the table's rows where ``replace`` holds and ``source`` lacks their key,
     flagged in ``REPLACED`` for deletion.
 
-    The merge deletes them as matched rows rather than by ``WHEN NOT MATCHED BY SOURCE``, with
+    The merge deletes them as matched rows rather than by ``whenNotMatchedBySource``, with
     which Delta reads and rewrites every file of the table; this way it touches only the files
     of the replaced rows (found by the condition, with Delta's file statistics) and the source's.
     """
-    target = source.sparkSession.read.format("delta").load(hadoop_uri(uri)).alias("target")
+    target = source.sparkSession.read.format("delta").load(hadoop_uri(uri))
     replaced = target.where(replace).select(*source.columns)
     gone = replaced.join(source.select(*keys), list(keys), "anti")
     kept = source.select("*", F.lit(False).alias(REPLACED))
     return kept.unionByName(gone.select("*", F.lit(True).alias(REPLACED)))
 
 
-def _and(conditions: Sequence[str | None]) -> str:
-    present = [c for c in conditions if c]
-    return f" AND {' AND '.join(present)}" if present else ""
+def _all(conditions: Sequence[Column | None]) -> Column | None:
+    """Every present condition holds (None when none is present: no condition)."""
+    present = [c for c in conditions if c is not None]
+    return functools.reduce(operator.and_, present) if present else None
+
+
+def _any(conditions: Sequence[Column]) -> Column | None:
+    return functools.reduce(operator.or_, conditions) if conditions else None
+
+
+def _not(condition: Column | None) -> Column | None:
+    return None if condition is None else ~condition
 
 
 def _add_columns(source: DataFrame, uri: str, stored: set[str]) -> None:
@@ -150,7 +170,7 @@ def _check_layout(stored: Sequence[str], partition_by: Sequence[str], uri: str) 
         )
 
 
-def _in_partitions(source: DataFrame, partition_by: Sequence[str]) -> list[str]:
+def _in_partitions(source: DataFrame, partition_by: Sequence[str], target: Side) -> list[Column]:
     """Conditions keeping a merge's target to the partitions of ``source``'s rows (one small
     job collects their distinct values)."""
     if not partition_by:
@@ -159,14 +179,7 @@ def _in_partitions(source: DataFrame, partition_by: Sequence[str]) -> list[str]:
     conditions = []
     for column in partition_by:
         values = {row[column] for row in present}
-        listed = in_values(column, [v for v in values if v is not None])
-        nulls = f"target.{quoted(column)} IS NULL" if None in values else None
-        conditions.append(f"({listed} OR {nulls})" if nulls else listed)
+        known = [value for value in values if value is not None]
+        listed = target(column).isin(known) if known else F.lit(False)
+        conditions.append(listed | target(column).isNull() if None in values else listed)
     return conditions
-
-
-def in_values(column: str, values: Sequence[Any]) -> str:
-    """``target.column IN (values)`` in SQL (FALSE when there are none): the condition of a
-    merge's target rows, e.g. of those ``replace`` deletes."""
-    literals = ", ".join(literal(value) for value in values)
-    return f"target.{quoted(column)} IN ({literals})" if literals else "FALSE"

@@ -12,7 +12,7 @@ from typing import Any
 import dagster as dg
 from deltalake import DeltaTable
 from pydantic import Field
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from resources import delta, delta_log, delta_merge, files, object_store
@@ -262,10 +262,10 @@ class LakeResource(dg.ConfigurableResource):
         source: DataFrame,
         keys: Sequence[str],
         markers: Markers | None = None,
-        update_when: str | None = None,
+        update_when: delta_merge.Condition | None = None,
         delete_flag: str | None = None,
         partition_by: Sequence[str] = (),
-        replace: str | None = None,
+        replace: Column | None = None,
         within_partitions: bool = True,
     ) -> int:
         """Upsert ``source`` (a batch's changes) by ``keys``; see ``resources.delta_merge``.

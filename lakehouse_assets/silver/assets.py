@@ -2,7 +2,7 @@
 silver tables, each run reading only the upstream changes since its last (``incremental``)."""
 
 import dagster as dg
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lakehouse_assets.checks.reconciliation import (
@@ -42,7 +42,6 @@ from lakehouse_assets.silver.layout import dated, days_of, days_of_each, layout,
 from lakehouse_assets.silver.parsed import PARSED_TABLES, parsed_table_asset
 from lakehouse_assets.table_metadata import code_references, table_metadata
 from resources import CalendarResource, LakeResource, SparkResource
-from resources.delta_merge import in_values
 
 WORKOUT_BPM_UPSTREAM = [asset_key(SILVER, t) for t in (COMPLETED_WORKOUTS, HEART_RATE, USERS)]
 
@@ -103,7 +102,7 @@ def completed_workouts(
 
 def _redone_by_registrations(
     lake: LakeResource, session: SparkSession, changed: DataFrame
-) -> tuple[DataFrame, str] | None:
+) -> tuple[DataFrame, Column] | None:
     """The workouts whose readings registrations ``changed`` (``(user_id, device_id,
     registration_timestamp)`` taken or left) may give or take, and the condition of their
     ``workout_bpm`` rows, which they replace; None when nothing changed.
@@ -125,7 +124,7 @@ def _redone_by_registrations(
     workouts = lake.read(session, SILVER, COMPLETED_WORKOUTS).where(
         F.col("user_id").isin(affected) & after
     )
-    condition = f"{in_values('user_id', affected)} AND target.end_time > timestamp_micros({since})"
+    condition = F.col("user_id").isin(affected) & after
     return workouts, condition
 
 

@@ -60,6 +60,7 @@ from lakehouse_assets.silver.layout import dated, days_of, layout, read_days
 from lakehouse_assets.silver.validation import REASON, csv_quarantine, kafka_quarantine, valid
 from lakehouse_assets.table_metadata import code_references, table_metadata
 from resources import LakeResource, SparkResource
+from resources.delta_merge import Condition, later
 from resources.lake import Markers
 
 Transform = Callable[[DataFrame], DataFrame]
@@ -75,7 +76,7 @@ class ParsedTable:
     quarantine: Transform
     shape: Transform
     keys: tuple[str, ...]
-    update_when: str | None = None
+    update_when: Condition | None = None
     # Recompute each changed key from all its valid source records (newest-wins with deletes).
     from_history: bool = False
 
@@ -285,7 +286,7 @@ PARSED_TABLES = (
                 transforms.users, ("user_id", "registration_timestamp")),
     ParsedTable(GYM_LOGS, LANDING_GYM_LOGINS, transforms.parse_gym_logins, csv_quarantine,
                 transforms.gym_logs, ("mac_address", "gym", "login"),
-                update_when="source.logout > target.logout"),
+                update_when=later("logout")),
     ParsedTable(USER_PROFILE, TOPIC_USER_INFO, transforms.parse_user_info, kafka_quarantine,
                 transforms.latest_profiles, ("user_id",), from_history=True),
     ParsedTable(HEART_RATE, TOPIC_BPM, transforms.parse_bpm, kafka_quarantine,

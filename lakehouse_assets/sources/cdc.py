@@ -24,14 +24,21 @@ from pyspark.sql import functions as F
 from lakehouse_assets.sources.debezium import TRUNCATE
 from lakehouse_assets.sources.reader import DELETED, OP, SEQUENCE, UNAVAILABLE
 from lakehouse_assets.sources.transforms import KAFKA_COLUMNS, newest_per_key
+from resources.delta_merge import Side
 
 DELETES_SUFFIX = "_deletes"
 VALID_FROM, VALID_TO, IS_CURRENT = "valid_from", "valid_to", "is_current"
-# A merge's condition for a source row replacing (or deleting) the target row of its key.
-NEWER = (
-    "source._sequence > target._sequence OR (source._sequence = target._sequence "
-    "AND source._kafka_offset >= target._kafka_offset)"
-)
+
+
+def newer(source: Side, target: Side) -> Column:
+    """A merge's condition for a source row replacing (or deleting) the target row of its key:
+    a later sequence, or the same one at the same or a later Kafka offset."""
+    sequence, offset = SEQUENCE, "_kafka_offset"
+    return (source(sequence) > target(sequence)) | (
+        (source(sequence) == target(sequence)) & (source(offset) >= target(offset))
+    )
+
+
 DELETE_COLUMNS = (SEQUENCE, "_kafka_offset", "_kafka_timestamp")
 SEQUENCE_SQL_TYPE = "decimal(38,6)"
 # The type of valid_from and valid_to for each kind of order_by value (``ORDER_KIND``).
@@ -50,7 +57,7 @@ def after_deletes(changes: DataFrame, deletes: DataFrame, keys: Sequence[str]) -
 
 def scd1(changes: DataFrame, deletes: DataFrame, keys: Sequence[str]) -> DataFrame:
     """The change to merge per key: its newest, unless a recorded delete is newer. Merged with
-    the ``NEWER`` condition, a delete (``_deleted``) removes the row, others replace it."""
+    the ``newer`` condition, a delete (``_deleted``) removes the row, others replace it."""
     return after_deletes(newest_per_key(changes, keys, order=[SEQUENCE]), deletes, keys)
 
 

@@ -30,6 +30,7 @@ from lakehouse_assets.sources.routing import Routing
 from lakehouse_assets.sources.writes import quarantine_table, widen_table
 from resources import LakeResource
 from resources.delta import Markers
+from resources.delta_merge import later
 
 INDEX_SUFFIX, LOCATIONS_SUFFIX = "_documents", "_locations"
 MONTH = "month"
@@ -140,7 +141,7 @@ def route(
     index = notices.index_rows(planned.join(missing, notices.ID, "left_anti")).localCheckpoint()
     lake.merge(
         SILVER, index_table(source), index, [notices.ID], markers=markers,
-        update_when=f"source.{notices.SEQUENCE} > target.{notices.SEQUENCE}",
+        update_when=later(notices.SEQUENCE),
     )  # fmt: skip
     return done
 

@@ -105,7 +105,7 @@ def keep(
             rows = cdc.fill_from_stored(rows, stored, deletes, keys, fill)
         newest = cdc.scd1(rows, deletes, keys).localCheckpoint()
         lake.merge(
-            SILVER, source.name, newest, keys, update_when=cdc.NEWER, delete_flag=DELETED, **merge
+            SILVER, source.name, newest, keys, update_when=cdc.newer, delete_flag=DELETED, **merge
         )
         return newest.count(), newest.where(~F.col(DELETED))
     versions = _stored(lake, spark, source.name, changed, _no_versions(rows))

@@ -11,9 +11,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from resources import LakeResource
-from resources.delta_merge import in_values
+from resources.delta_merge import later
 from resources.maintenance import vacuum
 
 Rows = Callable[[list[int], list[date]], DataFrame]
@@ -152,10 +153,10 @@ def test_merge_keeps_the_newest_and_applies_deletes(
     lake = LakeResource(root=str(tmp_path))
     schema = "id long, ts long, gone boolean"
     first = frame(schema, id=[1, 2, 3], ts=[10, 10, 10], gone=[False, False, True])
-    newest = {"update_when": "source.ts > target.ts", "delete_flag": "gone"}
+    newest = {"update_when": later("ts"), "delete_flag": "gone"}
     lake.merge("silver", "p", first, ["id"], **newest)
-    later = frame(schema, id=[1, 2, 4, 5], ts=[5, 20, 1, 9], gone=[False, True, False, True])
-    lake.merge("silver", "p", later, ["id"], **newest)
+    second = frame(schema, id=[1, 2, 4, 5], ts=[5, 20, 1, 9], gone=[False, True, False, True])
+    lake.merge("silver", "p", second, ["id"], **newest)
     # id 1: the older ts 5 loses to 10; id 2: deleted; id 3: never inserted; id 4: inserted;
     # id 5: a delete of a key never seen, nothing to do.
     rows = sorted((r.id, r.ts) for r in lake.read(spark, "silver", "p").collect())
@@ -254,17 +255,17 @@ def test_replace_deletes_the_rows_of_the_replaced_values_missing_from_the_source
     # User 1's rows are recomputed: only t=2 remains, with a new value; its row on day a goes
     # though the source has no row there; user 2 is untouched, its day's file not rewritten.
     lake.merge("silver", "w", frame(schema, user=[1], t=[2], v=[6], day=["b"]), ["user", "t"],
-               partition_by=["day"], replace=in_values("user", [1]))  # fmt: skip
+               partition_by=["day"], replace=F.col("user") == 1)  # fmt: skip
     rows = sorted(tuple(r) for r in lake.read(spark, "silver", "w").collect())
     assert rows == [(1, 2, 6, "b"), (2, 1, 5, "c")]
     assert files_of("c") == day_c and files_of("a") == set()
     # An empty source replacing user 2: all of its rows go.
     lake.merge("silver", "w", frame(schema, user=[], t=[], v=[], day=[]), ["user", "t"],
-               partition_by=["day"], replace=in_values("user", [2]))  # fmt: skip
+               partition_by=["day"], replace=F.col("user") == 2)  # fmt: skip
     assert sorted(tuple(r) for r in lake.read(spark, "silver", "w").collect()) == [(1, 2, 6, "b")]
     with pytest.raises(ValueError, match="replaces rows"):
-        lake.merge("silver", "w", first, ["user", "t"], update_when="source.v > target.v",
-                   replace=in_values("user", [1]))  # fmt: skip
+        lake.merge("silver", "w", first, ["user", "t"], update_when=later("v"),
+                   replace=F.col("user") == 1)  # fmt: skip
 
 
 def test_changed_values_are_both_sides_of_a_change_and_leave_out_same_value_updates(
