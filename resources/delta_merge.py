@@ -111,7 +111,7 @@ def merge(
     writer = source.alias(SOURCE).mergeInto(target_name, functools.reduce(operator.and_, matches))
     if deleted is not None:
         writer = writer.whenMatched(_all([deleted, newer])).delete()
-    changed = _any(differs)
+    changed = functools.reduce(operator.or_, differs) if differs else None
     writer = writer.whenMatched(_all([_not(deleted), newer, changed])).update(assignments)
     writer = writer.whenNotMatched(_not(deleted)).insert(assignments)
     with session_settings(spark, marker_settings(markers)):
@@ -143,10 +143,6 @@ def _all(conditions: Sequence[Column | None]) -> Column | None:
     """Every present condition holds (None when none is present: no condition)."""
     present = [c for c in conditions if c is not None]
     return functools.reduce(operator.and_, present) if present else None
-
-
-def _any(conditions: Sequence[Column]) -> Column | None:
-    return functools.reduce(operator.or_, conditions) if conditions else None
 
 
 def _not(condition: Column | None) -> Column | None:

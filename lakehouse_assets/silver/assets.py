@@ -120,12 +120,11 @@ def _redone_by_registrations(
     users = lake.read(session, SILVER, USERS)
     holders = users.where(F.col("device_id").isin(devices)).select("user_id").distinct().collect()
     affected = sorted({row.user_id for row in touched} | {row.user_id for row in holders})
-    after = F.col("end_time") > F.timestamp_micros(F.lit(since))
-    workouts = lake.read(session, SILVER, COMPLETED_WORKOUTS).where(
-        F.col("user_id").isin(affected) & after
+    # The same condition picks the workouts to redo and their rows in workout_bpm.
+    condition = F.col("user_id").isin(affected) & (
+        F.col("end_time") > F.timestamp_micros(F.lit(since))
     )
-    condition = F.col("user_id").isin(affected) & after
-    return workouts, condition
+    return lake.read(session, SILVER, COMPLETED_WORKOUTS).where(condition), condition
 
 
 def _reconcile_readings(
