@@ -42,6 +42,18 @@ def row_count(delta: DeltaTable) -> int:
     return sum(count or 0 for count in actions["num_records"].to_pylist())
 
 
+def partition_row_counts(delta: DeltaTable, column: str) -> dict[str, int]:
+    """Rows in the snapshot per value of its partition column ``column`` (the value as the log
+    writes it: a date as ISO text), from the files' statistics (no data read)."""
+    actions = pa.table(delta.get_add_actions(flatten=True))
+    counts: dict[str, int] = {}
+    values = actions[f"partition.{column}"].to_pylist()
+    for value, count in zip(values, actions["num_records"].to_pylist(), strict=True):
+        key = str(value)
+        counts[key] = counts.get(key, 0) + (count or 0)
+    return counts
+
+
 def rows_written(delta: DeltaTable, after_version: int | None) -> int | None:
     """The rows the first data commit after ``after_version`` (every version when None) took, by
     the operation metrics Delta recorded in it: a merge's source rows, a write's rows. None when

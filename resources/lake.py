@@ -149,6 +149,12 @@ class LakeResource(dg.ConfigurableResource):
         snapshot = self.find(layer, table)
         return delta_log.row_count(snapshot) if snapshot else 0
 
+    def partition_row_counts(self, layer: str, table: str, column: str) -> dict[str, int]:
+        """Rows per value of the partition column ``column`` (ISO text for a date), from the file
+        statistics (no data read); empty before the table exists."""
+        snapshot = self.find(layer, table)
+        return delta_log.partition_row_counts(snapshot, column) if snapshot else {}
+
     def table_metadata(
         self, layer: str, table: str, snapshot: DeltaTable | None = None
     ) -> dict[str, Any]:

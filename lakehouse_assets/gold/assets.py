@@ -84,7 +84,7 @@ def _replace_days(
     rows = rows.localCheckpoint()  # written, counted and checked without reading silver again
     created = not lake.exists(GOLD, table)
     lake.replace_partitions(GOLD, table, rows, days, partition_by=[GOLD_PARTITION])
-    per_day = {r[0].isoformat(): r[1] for r in rows.groupBy(GOLD_PARTITION).count().collect()}
+    per_day = lake.partition_row_counts(GOLD, table, GOLD_PARTITION)
     for day in context.partition_keys:
         context.add_asset_metadata(
             {"dagster/partition_row_count": per_day.get(day, 0)}, partition_key=day
@@ -137,8 +137,8 @@ def workout_bpm_summary(
     first, last = _days(context)
     readings = _silver_days(lake, session, WORKOUT_BPM, first, last)
     bins = lake.read(session, SILVER, USER_BINS)
-    with cached(transforms.workout_bpm_summary(readings, bins)) as rows:
-        return _replace_days(context, lake, session, WORKOUT_BPM_SUMMARY, rows, first, last)
+    rows = transforms.workout_bpm_summary(readings, bins)
+    return _replace_days(context, lake, session, WORKOUT_BPM_SUMMARY, rows, first, last)
 
 
 @dg.asset(
@@ -158,8 +158,8 @@ def gym_summary(
         until = max(last, last_logout[0] if last_logout and last_logout[0] else last)
         completed = _silver_days(lake, session, COMPLETED_WORKOUTS, first, until)
         users = lake.read(session, SILVER, USERS)
-        with cached(transforms.gym_summary(visits, completed, users)) as rows:
-            return _replace_days(context, lake, session, GYM_SUMMARY, rows, first, last)
+        rows = transforms.gym_summary(visits, completed, users)
+        return _replace_days(context, lake, session, GYM_SUMMARY, rows, first, last)
 
 
 gold_assets = [workout_bpm_summary, gym_summary]

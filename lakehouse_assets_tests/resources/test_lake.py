@@ -128,6 +128,18 @@ def test_replace_partitions_replaces_only_the_matching_days(
     assert sorted(r.id for r in lake.read(spark, "gold", "t", jan_2_and_3).collect()) == [3, 9]
 
 
+def test_rows_per_partition_come_from_the_log_after_each_write(tmp_path: Path, rows: Rows) -> None:
+    lake = LakeResource(root=str(tmp_path))
+    assert lake.partition_row_counts("gold", "t", "day") == {}
+    days = [date(2026, 1, 1), date(2026, 1, 1), date(2026, 1, 2)]
+    lake.append("gold", "t", rows([1, 2, 3], days), partition_by=["day"])
+    lake.append("gold", "t", rows([4], [date(2026, 1, 2)]), partition_by=["day"])
+    assert lake.partition_row_counts("gold", "t", "day") == {"2026-01-01": 2, "2026-01-02": 2}
+    only_jan_1 = [("day", "=", "2026-01-01")]
+    lake.replace_partitions("gold", "t", rows([5], [date(2026, 1, 1)]), only_jan_1, ["day"])
+    assert lake.partition_row_counts("gold", "t", "day") == {"2026-01-01": 1, "2026-01-02": 2}
+
+
 def test_replace_swaps_the_whole_table(tmp_path: Path, spark: SparkSession, rows: Rows) -> None:
     lake = LakeResource(root=str(tmp_path))
     lake.append("silver", "t", rows([1, 2], [date(2026, 1, 1)] * 2))
