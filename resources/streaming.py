@@ -68,11 +68,12 @@ def run_available_now(
             run.batches_committed.append(int(parameters["epochId"]))
             run.rows_written += int((commit.get("operationMetrics") or {})["numOutputRows"])
     held_before = before.transaction_version(query_id) if before else None
-    for progress in query.recentProgress:
+    progresses = query.recentProgress  # one call to the server; the last is the latest
+    for progress in progresses:
         batch = progress.batchId
         if batch not in run.batches_committed and held_before is not None and batch <= held_before:
             run.batches_skipped.append(batch)  # a re-run of a batch committed before a crash
-    progress = query.lastProgress
+    progress = progresses[-1] if progresses else None
     if progress and progress.get("sources"):
         end = progress["sources"][0].get("endOffset")
         run.end_offsets = json.loads(end) if isinstance(end, str) else end

@@ -11,6 +11,7 @@ from pyspark.sql import functions as F
 
 from lakehouse_assets.constants import DATE, SILVER
 from lakehouse_assets.silver.layout import layout
+from lakehouse_assets.silver.validation import REASON
 from resources import LakeResource
 
 
@@ -18,7 +19,7 @@ from resources import LakeResource
 class MergedBatch:
     """What a run merged: its rows' days (None for a table not laid out by days), how many rows,
     how many of them deletes (``from_history``), and the table's version before the run's writes
-    (None: the merge created it). Counted in one query over the rows."""
+    (None: the merge created it)."""
 
     days: list[str] | None
     rows: int
@@ -32,24 +33,42 @@ class MergedBatch:
         return self.rows if self.table_before is not None else self.rows - self.deletes
 
 
-def merged_batch(
-    rows: DataFrame, table: str, from_history: bool, table_before: int | None
-) -> MergedBatch:
-    """What ``rows`` (a run's rows to merge into ``silver.<table>``, with a ``deleted`` flag when
-    ``from_history``) hold, in one query; ``table_before``: the table's version before the run."""
-    deleted = F.col("deleted") if from_history else F.lit(False)
-    by_day = [DATE] if layout(table) else []
-    counted = rows.groupBy(*by_day).agg(
-        F.count(F.lit(1)).alias("rows"), F.count_if(deleted).alias("deletes")
+def batch_counts(
+    parsed: DataFrame,
+    rows: DataFrame | None,
+    table: str,
+    from_history: bool,
+    table_before: int | None,
+) -> tuple[int, int, MergedBatch | None]:
+    """The records of ``parsed`` (a run's bronze records, read) and those rejected (with a
+    ``reason``), and what ``rows`` (the run's rows to merge into ``silver.<table>``, with a
+    ``deleted`` flag when ``from_history``; None when it merges none) hold: one query for both.
+    ``table_before``: the table's version before the run."""
+    records = parsed.agg(F.count(F.lit(1)).alias("rows"), F.count(REASON).alias("rejected")).select(
+        F.lit(True).alias("_parsed"), "*"
     )
-    summary = counted.collect()
-    days = sorted(r[DATE].isoformat() for r in summary if r[DATE]) if by_day else None
-    return MergedBatch(
+    if rows is not None:
+        deleted = F.col("deleted") if from_history else F.lit(False)
+        by_day = [DATE] if layout(table) else []
+        merged = rows.groupBy(*by_day).agg(
+            F.count(F.lit(1)).alias("rows"), F.count_if(deleted).alias("deletes")
+        )
+        records = records.unionByName(
+            merged.select(F.lit(False).alias("_parsed"), "*"), allowMissingColumns=True
+        )
+    summary = records.collect()
+    (counted,) = [r for r in summary if r["_parsed"]]
+    if rows is None:
+        return counted["rows"], counted["rejected"], None
+    groups = [r for r in summary if not r["_parsed"]]
+    days = sorted(r[DATE].isoformat() for r in groups if r[DATE]) if layout(table) else None
+    batch = MergedBatch(
         days=days,
-        rows=sum(r["rows"] for r in summary),
-        deletes=sum(r["deletes"] for r in summary),
+        rows=sum(r["rows"] for r in groups),
+        deletes=sum(r["deletes"] for r in groups),
         table_before=table_before,
     )
+    return counted["rows"], counted["rejected"], batch
 
 
 def accounted_by_the_writes(

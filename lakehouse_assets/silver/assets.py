@@ -127,6 +127,34 @@ def _redone_by_registrations(
     return lake.read(session, SILVER, COMPLETED_WORKOUTS).where(condition), condition
 
 
+def _changed_rows(
+    lake: LakeResource,
+    session: SparkSession,
+    new_workouts: DataFrame,
+    new_readings: DataFrame,
+    users: DataFrame,
+    changed: DataFrame,
+) -> tuple[DataFrame, Column | None, list[str]]:
+    """The ``workout_bpm`` rows that new workouts, new (late) readings and ``changed``
+    registrations bring, the condition of the rows they replace (None: they replace none), and
+    the start days of the workouts they are of."""
+    # A workout lasts at most 3 hours: its readings are on its start day or the next one.
+    new_days, reading_days = days_of_each(new_workouts, new_readings)
+    their_readings = read_days(lake, session, HEART_RATE, spread(new_days, after=1))
+    rows = transforms.workout_bpm(new_workouts, their_readings, users)
+    late_days = spread(reading_days, before=1)  # the start days of their workouts
+    old_workouts = read_days(lake, session, COMPLETED_WORKOUTS, late_days)
+    rows = rows.unionByName(transforms.workout_bpm(old_workouts, new_readings, users))
+    redo = _redone_by_registrations(lake, session, changed)
+    replace, redo_days = None, []
+    if redo is not None:
+        workouts, replace = redo
+        redo_days = days_of(workouts)
+        readings = read_days(lake, session, HEART_RATE, spread(redo_days, after=1))
+        rows = rows.unionByName(transforms.workout_bpm(workouts, readings, users))
+    return rows, replace, sorted({*new_days, *late_days, *redo_days})
+
+
 def _reconcile_readings(
     lake: LakeResource, session: SparkSession, days: list[str] | None
 ) -> Outcome:
@@ -194,24 +222,15 @@ def workout_bpm(
         )  # fmt: skip
     elif fresh or not lake.exists(SILVER, WORKOUT_BPM):
         users = lake.read(session, SILVER, USERS)
-        # A workout lasts at most 3 hours: its readings are on its start day or the next one.
-        new_days, reading_days = days_of_each(new_workouts, new_readings)
-        their_readings = read_days(lake, session, HEART_RATE, spread(new_days, after=1))
-        rows = transforms.workout_bpm(new_workouts, their_readings, users)
-        late_days = spread(reading_days, before=1)  # the start days of their workouts
-        old_workouts = read_days(lake, session, COMPLETED_WORKOUTS, late_days)
-        rows = rows.unionByName(transforms.workout_bpm(old_workouts, new_readings, users))
-        # On the first run every registration is new and every workout too: nothing to redo.
-        redo = _redone_by_registrations(lake, session, changed) if consumed is not None else None
-        replace, redo_days = None, []
-        if redo is not None:
-            workouts, replace = redo
-            redo_days = days_of(workouts)
-            readings = read_days(lake, session, HEART_RATE, spread(redo_days, after=1))
-            rows = rows.unionByName(transforms.workout_bpm(workouts, readings, users))
-        changed_days = sorted({*new_days, *late_days, *redo_days})
-        keys = [*transforms.WORKOUT_KEYS, "time"]
         created = not lake.exists(SILVER, WORKOUT_BPM)
+        replace = None
+        if created:  # nothing consumed yet: the changes read are both tables whole
+            rows = transforms.workout_bpm(new_workouts, new_readings, users)
+        else:
+            rows, replace, changed_days = _changed_rows(
+                lake, session, new_workouts, new_readings, users, changed
+            )
+        keys = [*transforms.WORKOUT_KEYS, "time"]
         merged = dated(WORKOUT_BPM, rows.distinct()).localCheckpoint()
         lake.merge(
             SILVER, WORKOUT_BPM, merged, keys, markers=markers, partition_by=layout(WORKOUT_BPM),

@@ -50,14 +50,14 @@ from lakehouse_assets.migrations import require_current
 from lakehouse_assets.partitions import silver_automation
 from lakehouse_assets.profiling.store import profile_after_write
 from lakehouse_assets.silver import transforms
-from lakehouse_assets.silver.accounting import accounted_by_the_writes, merged_batch
+from lakehouse_assets.silver.accounting import accounted_by_the_writes, batch_counts
 from lakehouse_assets.silver.incremental import (
     SILVER_KINDS,
     SilverConfig,
     read_changes,
 )
 from lakehouse_assets.silver.layout import dated, days_of, layout, read_days
-from lakehouse_assets.silver.validation import REASON, csv_quarantine, kafka_quarantine, valid
+from lakehouse_assets.silver.validation import csv_quarantine, kafka_quarantine, valid
 from lakehouse_assets.table_metadata import code_references, table_metadata
 from resources import LakeResource, SparkResource
 from resources.delta_merge import Condition, later
@@ -95,13 +95,6 @@ def _write_quarantine(
     if rejected or not lake.exists(SILVER, spec.quarantine_table):
         lake.append(SILVER, spec.quarantine_table, spec.quarantine(parsed), markers=markers)
     return rejected
-
-
-def _counts(parsed: DataFrame) -> tuple[int, int]:
-    """The records read and those rejected (with a reason), in one query."""
-    row = parsed.agg(F.count(F.lit(1)), F.count(REASON)).first()
-    assert row is not None  # an aggregate without grouping has one row
-    return row[0], row[1]
 
 
 def _rows_to_merge(
@@ -211,20 +204,20 @@ def parsed_table_asset(spec: ParsedTable) -> dg.AssetsDefinition:
         )
         # Materialized once: the writes and checks below each read it without reading bronze.
         parsed = spec.parse(changes).localCheckpoint(eager=True)
-        read, rejected = _counts(parsed)
+        rows = None
+        if not config.full_refresh and (fresh or not lake.exists(SILVER, spec.table)):
+            # Computed before the merge: it may read the rows the merge replaces.
+            rows = _rows_to_merge(lake, session, spec, parsed).localCheckpoint()
+        read, rejected, merged = batch_counts(
+            parsed, rows, spec.table, spec.from_history, lake.version(SILVER, spec.table)
+        )
         quarantine_before = lake.version(SILVER, spec.quarantine_table)
         if config.full_refresh:
             _rebuild(lake, spec, parsed, markers)
             quarantined = rejected
         else:
             quarantined = _write_quarantine(lake, spec, parsed, markers, rejected)
-        rows, merged = None, None
-        if not config.full_refresh and (fresh or not lake.exists(SILVER, spec.table)):
-            # Computed before the merge: it may read the rows the merge replaces.
-            rows = _rows_to_merge(lake, session, spec, parsed).localCheckpoint()
-            merged = merged_batch(
-                rows, spec.table, spec.from_history, lake.version(SILVER, spec.table)
-            )
+        if rows is not None:
             lake.merge(
                 SILVER, spec.table, rows, spec.keys, markers=markers, update_when=spec.update_when,
                 delete_flag="deleted" if spec.from_history else None,

@@ -1,8 +1,14 @@
-"""What a parsed step's merge commit must record of its rows (``silver.accounting``)."""
+"""What a parsed step counts of its batch, and what its merge commit must record of its rows
+(``silver.accounting``)."""
 
 from __future__ import annotations
 
-from lakehouse_assets.silver.accounting import MergedBatch
+from datetime import date
+
+from pyspark.sql import SparkSession
+
+from lakehouse_assets.constants import HEART_RATE, USERS
+from lakehouse_assets.silver.accounting import MergedBatch, batch_counts
 
 
 def test_a_merge_into_a_table_records_every_source_row_deletes_included() -> None:
@@ -15,3 +21,32 @@ def test_a_merge_that_creates_the_table_appends_only_the_rows_kept() -> None:
     # A first batch of deletes only (of keys never seen) writes an empty table: 0 rows.
     assert MergedBatch(days=None, rows=4, deletes=4, table_before=None).expected_written == 0
     assert MergedBatch(days=[], rows=0, deletes=0, table_before=None).expected_written == 0
+
+
+def test_the_batch_and_the_rows_to_merge_are_counted_together(spark: SparkSession) -> None:
+    parsed = spark.createDataFrame(
+        [(1, None), (2, "no user_id"), (3, None), (4, "bad timestamp")], "id int, reason string"
+    )
+    rows = spark.createDataFrame(
+        [(1, date(2025, 1, 2), False), (3, date(2025, 1, 1), True), (5, date(2025, 1, 2), False)],
+        "id int, date date, deleted boolean",
+    )
+    read, rejected, batch = batch_counts(parsed, rows, HEART_RATE, True, 7)
+    assert (read, rejected) == (4, 2)
+    assert batch == MergedBatch(
+        days=["2025-01-01", "2025-01-02"], rows=3, deletes=1, table_before=7
+    )
+    # A table not laid out by days; rows without a delete flag.
+    _, _, undated = batch_counts(parsed, rows.drop("deleted"), USERS, False, None)
+    assert undated == MergedBatch(days=None, rows=3, deletes=0, table_before=None)
+
+
+def test_a_batch_that_merges_nothing_is_still_counted(spark: SparkSession) -> None:
+    parsed = spark.createDataFrame([(1, "no user_id")], "id int, reason string")
+    assert batch_counts(parsed, None, HEART_RATE, False, 2) == (1, 1, None)
+    empty = spark.createDataFrame([], "id int, date date")
+    assert batch_counts(parsed, empty, HEART_RATE, False, 2) == (
+        1, 1, MergedBatch(days=[], rows=0, deletes=0, table_before=2)
+    )  # fmt: skip
+    nothing = parsed.limit(0)
+    assert batch_counts(nothing, None, HEART_RATE, False, None) == (0, 0, None)
