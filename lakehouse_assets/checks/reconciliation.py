@@ -11,7 +11,7 @@ and did not. Pure Spark; ``results.reconciliation_result`` makes a Dagster check
 - ``readings_in_workout_bpm`` (``workout_bpm``): every valid reading inside a completed workout,
   of a device its user had registered then, computed afresh from ``completed_workouts``,
   ``heart_rate`` and ``users``, is in ``workout_bpm`` (which is maintained incrementally): on the
-  days the run may have changed, or every day (``silver.assets._reconcile_readings``).
+  days the run may have changed, or every day (``silver.workout_bpm._reconcile_readings``).
 """
 
 from __future__ import annotations

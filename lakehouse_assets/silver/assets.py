@@ -2,34 +2,21 @@
 silver tables, each run reading only the upstream changes since its last (``incremental``)."""
 
 import dagster as dg
-from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from lakehouse_assets.checks.reconciliation import (
-    READINGS_IN_WORKOUT_BPM,
-    workout_bpm_reconciliation,
-)
 from lakehouse_assets.checks.results import (
     check_results,
-    checked_days,
     not_empty_result,
     not_empty_spec,
-    reconciliation_result,
-    reconciliation_spec,
     require_upstream_checks_passed,
     table_check_specs,
     written_rows,
 )
-from lakehouse_assets.checks.transforms import Outcome
 from lakehouse_assets.constants import (
     COMPLETED_WORKOUTS,
-    DATE,
-    HEART_RATE,
     SILVER,
     USER_BINS,
     USER_PROFILE,
-    USERS,
-    WORKOUT_BPM,
     WORKOUTS,
     asset_key,
     consumer_app_id,
@@ -38,12 +25,11 @@ from lakehouse_assets.constants import (
 from lakehouse_assets.profiling.store import profile_after_write
 from lakehouse_assets.silver import transforms
 from lakehouse_assets.silver.incremental import SILVER_ASSET, SilverConfig, read_changes
-from lakehouse_assets.silver.layout import dated, days_of, days_of_each, layout, read_days, spread
+from lakehouse_assets.silver.layout import dated, days_of, layout, read_days
 from lakehouse_assets.silver.parsed import PARSED_TABLES, parsed_table_asset
+from lakehouse_assets.silver.workout_bpm import workout_bpm
 from lakehouse_assets.table_metadata import code_references, table_metadata
 from resources import CalendarResource, LakeResource, SparkResource
-
-WORKOUT_BPM_UPSTREAM = [asset_key(SILVER, t) for t in (COMPLETED_WORKOUTS, HEART_RATE, USERS)]
 
 
 @dg.asset(
@@ -96,165 +82,6 @@ def completed_workouts(
         check_results=[
             *check_results(lake, session, SILVER, COMPLETED_WORKOUTS, batch=batch),
             not_empty_result(lake, key, [asset_key(SILVER, WORKOUTS)]),
-        ],
-    )
-
-
-def _redone_by_registrations(
-    lake: LakeResource, session: SparkSession, changed: DataFrame
-) -> tuple[DataFrame, Column] | None:
-    """The workouts whose readings registrations ``changed`` (``(user_id, device_id,
-    registration_timestamp)`` taken or left) may give or take, and the condition of their
-    ``workout_bpm`` rows, which they replace; None when nothing changed.
-
-    A registration decides whose a device's readings are from its time on: of its user's
-    readings, and of every user who registered the same device (before it, the device handed
-    on). Their workouts ending after the earliest changed registration are computed again.
-    """
-    micros = F.unix_micros("registration_timestamp").alias("micros")
-    touched = changed.select("user_id", "device_id", micros).collect()  # a few registrations
-    if not touched:
-        return None
-    since = min(row.micros for row in touched)
-    devices = [row.device_id for row in touched]
-    users = lake.read(session, SILVER, USERS)
-    holders = users.where(F.col("device_id").isin(devices)).select("user_id").distinct().collect()
-    affected = sorted({row.user_id for row in touched} | {row.user_id for row in holders})
-    # The same condition picks the workouts to redo and their rows in workout_bpm.
-    condition = F.col("user_id").isin(affected) & (
-        F.col("end_time") > F.timestamp_micros(F.lit(since))
-    )
-    return lake.read(session, SILVER, COMPLETED_WORKOUTS).where(condition), condition
-
-
-def _changed_rows(
-    lake: LakeResource,
-    session: SparkSession,
-    new_workouts: DataFrame,
-    new_readings: DataFrame,
-    users: DataFrame,
-    changed: DataFrame,
-) -> tuple[DataFrame, Column | None, list[str]]:
-    """The ``workout_bpm`` rows that new workouts, new (late) readings and ``changed``
-    registrations bring, the condition of the rows they replace (None: they replace none), and
-    the start days of the workouts they are of."""
-    # A workout lasts at most 3 hours: its readings are on its start day or the next one.
-    new_days, reading_days = days_of_each(new_workouts, new_readings)
-    their_readings = read_days(lake, session, HEART_RATE, spread(new_days, after=1))
-    rows = transforms.workout_bpm(new_workouts, their_readings, users)
-    late_days = spread(reading_days, before=1)  # the start days of their workouts
-    old_workouts = read_days(lake, session, COMPLETED_WORKOUTS, late_days)
-    rows = rows.unionByName(transforms.workout_bpm(old_workouts, new_readings, users))
-    redo = _redone_by_registrations(lake, session, changed)
-    replace, redo_days = None, []
-    if redo is not None:
-        workouts, replace = redo
-        redo_days = days_of(workouts)
-        readings = read_days(lake, session, HEART_RATE, spread(redo_days, after=1))
-        rows = rows.unionByName(transforms.workout_bpm(workouts, readings, users))
-    return rows, replace, sorted({*new_days, *late_days, *redo_days})
-
-
-def _reconcile_readings(
-    lake: LakeResource, session: SparkSession, days: list[str] | None
-) -> Outcome:
-    """Whether ``workout_bpm`` holds every reading of the workouts that started on ``days``, as
-    computed afresh from its three upstream tables (every workout's when None): an incremental
-    run checks the days it may have changed, so its cost follows them, not the table's history;
-    a run that changed nothing, and a full refresh, check every day."""
-    if days == []:
-        return Outcome(READINGS_IN_WORKOUT_BPM, 0, [])
-    tables = (COMPLETED_WORKOUTS, HEART_RATE, WORKOUT_BPM)
-    if days is None:
-        completed, readings, held = (lake.read(session, SILVER, table) for table in tables)
-    else:
-        completed = read_days(lake, session, COMPLETED_WORKOUTS, days)
-        readings = read_days(lake, session, HEART_RATE, spread(days, after=1))
-        held = read_days(lake, session, WORKOUT_BPM, days)
-    expected = transforms.workout_bpm(completed, readings, lake.read(session, SILVER, USERS))
-    return workout_bpm_reconciliation(expected, held, [*transforms.WORKOUT_KEYS, "time"])
-
-
-@dg.asset(
-    key=asset_key(SILVER, WORKOUT_BPM),
-    pool=writer_pool(SILVER, WORKOUT_BPM),
-    deps=WORKOUT_BPM_UPSTREAM,
-    check_specs=[
-        *table_check_specs(SILVER, WORKOUT_BPM),
-        reconciliation_spec(asset_key(SILVER, WORKOUT_BPM), READINGS_IN_WORKOUT_BPM),
-        not_empty_spec(asset_key(SILVER, WORKOUT_BPM)),
-    ],
-    metadata=code_references(transform=transforms.workout_bpm),
-    **SILVER_ASSET,
-)
-def workout_bpm(
-    context: dg.AssetExecutionContext,
-    config: SilverConfig,
-    spark: SparkResource,
-    lake: LakeResource,
-) -> dg.MaterializeResult:
-    """The valid readings of each completed workout, of the device its user had registered at
-    the reading's time; new workouts, late readings and new registrations each bring their rows
-    (a registration changes only what follows it)."""
-    require_upstream_checks_passed(context)
-    session = spark.get_session()
-    new_workouts, workouts_marker, workouts_fresh = read_changes(
-        lake, session, WORKOUT_BPM, (SILVER, COMPLETED_WORKOUTS)
-    )
-    new_readings, readings_marker, readings_fresh = read_changes(
-        lake, session, WORKOUT_BPM, (SILVER, HEART_RATE)
-    )
-    registrations_app = consumer_app_id(WORKOUT_BPM, (SILVER, USERS))
-    consumed = lake.committed_version(SILVER, WORKOUT_BPM, registrations_app)
-    changed, users_version = lake.changed_values(
-        session, SILVER, USERS, consumed, ["user_id", "device_id", "registration_timestamp"]
-    )
-    fresh = workouts_fresh or readings_fresh or users_version != consumed
-    markers = {**workouts_marker, **readings_marker, registrations_app: users_version}
-    changed_days = None  # the start days of the workouts the run may change; None: every day
-    key, batch = asset_key(SILVER, WORKOUT_BPM), None
-    if config.full_refresh:
-        users = lake.read(session, SILVER, USERS)
-        completed = lake.read(session, SILVER, COMPLETED_WORKOUTS)
-        rows = transforms.workout_bpm(completed, lake.read(session, SILVER, HEART_RATE), users)
-        lake.replace(
-            SILVER, WORKOUT_BPM, dated(WORKOUT_BPM, rows), markers, layout(WORKOUT_BPM)
-        )  # fmt: skip
-    elif fresh or not lake.exists(SILVER, WORKOUT_BPM):
-        users = lake.read(session, SILVER, USERS)
-        created = not lake.exists(SILVER, WORKOUT_BPM)
-        replace = None
-        if created:  # nothing consumed yet: the changes read are both tables whole
-            rows = transforms.workout_bpm(new_workouts, new_readings, users)
-        else:
-            rows, replace, changed_days = _changed_rows(
-                lake, session, new_workouts, new_readings, users, changed
-            )
-        keys = [*transforms.WORKOUT_KEYS, "time"]
-        merged = dated(WORKOUT_BPM, rows.distinct()).localCheckpoint()
-        lake.merge(
-            SILVER, WORKOUT_BPM, merged, keys, markers=markers, partition_by=layout(WORKOUT_BPM),
-            replace=replace,
-        )  # fmt: skip
-        batch = written_rows(context, key, merged, created)  # merged by the rules' key
-    reconciled = _reconcile_readings(lake, session, changed_days)
-    written = [(DATE, "in", changed_days)] if changed_days is not None else None
-    return dg.MaterializeResult(
-        metadata={
-            **table_metadata(lake, SILVER, WORKOUT_BPM),
-            **profile_after_write(lake, session, SILVER, WORKOUT_BPM),
-        },
-        check_results=[
-            *check_results(
-                lake,
-                session,
-                SILVER,
-                WORKOUT_BPM,
-                written=checked_days(context, key, written),
-                batch=batch,
-            ),
-            reconciliation_result(key, reconciled),
-            not_empty_result(lake, key, WORKOUT_BPM_UPSTREAM),
         ],
     )
 

@@ -15,7 +15,7 @@ from pyspark.sql import DataFrame, SparkSession
 from lakehouse_assets.checks.reconciliation import READINGS_IN_WORKOUT_BPM
 from lakehouse_assets.constants import COMPLETED_WORKOUTS, DATE, HEART_RATE, SILVER, USERS
 from lakehouse_assets.constants import WORKOUT_BPM as TABLE
-from lakehouse_assets.silver.assets import workout_bpm
+from lakehouse_assets.silver.workout_bpm import workout_bpm
 from resources import LakeResource
 
 JAN_1, JAN_2, JAN_3 = date(2026, 1, 1), date(2026, 1, 2), date(2026, 1, 3)
