@@ -45,8 +45,16 @@ class CallLog:
 
     def __init__(self) -> None:
         self.calls: dict[Key, list[float]] = collections.defaultdict(lambda: [0, 0.0])
-        self.step = "(outside a step)"
-        self.inside = threading.local()
+        self.inside = threading.local()  # per thread: in a timed call, in which step
+
+    @property
+    def step(self) -> str:
+        """The step the calling thread runs (steps of a run run in threads of their own)."""
+        return getattr(self.inside, "step", "(outside a step)")
+
+    @step.setter
+    def step(self, key: str) -> None:
+        self.inside.step = key
 
     def wrap(self, owner: type, name: str) -> None:
         original: Callable[..., Any] = getattr(owner, name)
@@ -83,7 +91,7 @@ def call_site() -> str:
 
 
 def follow_steps(log: CallLog) -> None:
-    """Name each call by the Dagster step it runs in (steps run in this process, in order)."""
+    """Name each call by the Dagster step it runs in (steps run in threads of this process)."""
     from dagster._core.execution.plan import execute_plan
 
     name = "core_dagster_event_sequence_for_step"  # the loop over one step's events

@@ -16,6 +16,7 @@ from lakehouse_assets.constants import (
     SILVER,
     SILVER_TABLES,
 )
+from lakehouse_assets.executor import threaded_executor
 from lakehouse_assets.gold.assets import gold_assets
 from lakehouse_assets.schedules.maintenance import LAYER_TABLES, maintenance_definitions
 from lakehouse_assets.schedules.profiles import profile_job, profile_schedule
@@ -101,8 +102,8 @@ def lakehouse_definitions(sources: Sequence[SourceDeclaration] = ()) -> dg.Defin
             automation_sensor,
         ],
         resources=build_resources(),
-        # One Spark session per run: every step of a run executes in the run's own process.
-        executor=dg.in_process_executor,
+        # Every step of a run in a thread of the run's own process, independent ones at once.
+        executor=threaded_executor,
     )
 
 

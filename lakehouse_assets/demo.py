@@ -93,11 +93,12 @@ def materialize_graph(
 
     from lakehouse_assets.constants import BRONZE, GOLD, SILVER
     from lakehouse_assets.definitions import all_assets
+    from lakehouse_assets.executor import materialize
 
     instance = instance or dg.DagsterInstance.ephemeral()
     logging = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
     run = functools.partial(
-        dg.materialize, all_assets, instance=instance, resources=resources, run_config=logging
+        materialize, all_assets, instance=instance, resources=resources, run_config=logging
     )
     results = [run(selection=dg.AssetSelection.groups(BRONZE, SILVER))]
     days = days or silver_days(resources)

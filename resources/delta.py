@@ -254,8 +254,22 @@ def session_settings(spark: SparkSession, settings: Mapping[str, str]) -> Iterat
                 spark.conf.set(key, value)
 
 
-def marker_settings(markers: Markers | None) -> dict[str, str]:
-    """The session settings giving the next SQL write the first of ``markers``."""
+@contextlib.contextmanager
+def marker_for_writes(spark: SparkSession, markers: Markers | None) -> Iterator[None]:
+    """The session's writes in the block (a MERGE, which takes no writer options) carry the
+    first of ``markers``, through Delta's session settings; they are unset after the block.
+
+    (Unset, not restored: no one else sets them, and a marker left behind would be given to the
+    session's next write. The settings are the session's: steps running at once have sessions
+    of their own, ``SparkResource.get_session``.)
+    """
     for app_id, version in list((markers or {}).items())[:1]:
-        return {TXN_APP_ID: app_id, TXN_VERSION: str(version)}
-    return {}
+        spark.conf.set(TXN_APP_ID, app_id)
+        spark.conf.set(TXN_VERSION, str(version))
+        try:
+            yield
+        finally:
+            spark.conf.unset(TXN_APP_ID)
+            spark.conf.unset(TXN_VERSION)
+        return
+    yield

@@ -18,10 +18,9 @@ from resources.delta import (
     append,
     commit_markers,
     ddl,
-    marker_settings,
+    marker_for_writes,
     plain_strings,
     quoted,
-    session_settings,
     table_name,
 )
 from resources.delta_log import find, unheld
@@ -114,7 +113,7 @@ def merge(
     changed = functools.reduce(operator.or_, differs) if differs else None
     writer = writer.whenMatched(_all([_not(deleted), newer, changed])).update(assignments)
     writer = writer.whenNotMatched(_not(deleted)).insert(assignments)
-    with session_settings(spark, marker_settings(markers)):
+    with marker_for_writes(spark, markers):
         writer.merge()
     # Delta commits no MERGE of an empty source, nor its marker: then every marker alone.
     first = dict(list(markers.items())[:1])

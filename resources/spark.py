@@ -16,14 +16,16 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
+import weakref
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
 from dagster_pyspark import LazyPySparkResource
-from pydantic import Field
+from pydantic import Field, PrivateAttr
 from pyspark import SparkContext
 from pyspark.sql import DataFrame, SparkSession
 
@@ -76,6 +78,8 @@ CONNECT_TIMEOUT_S = 10.0
 CONNECT_WAIT_S = 120.0
 LOG = logging.getLogger(__name__)
 CONNECT_MODE_MARK = "SPARK_CONNECT_MODE_ENABLED"  # set by PySpark in a process using Connect
+# The resources that have handed out sessions, by id (weakly: a resource is not kept for this).
+_IN_USE: weakref.WeakValueDictionary[int, SparkResource] = weakref.WeakValueDictionary()
 
 
 class SparkJarsMissing(RuntimeError):
@@ -106,6 +110,13 @@ def jvm_settings(
         **STATIC_SETTINGS,
         **object_store.spark_settings(environ),
     }
+
+
+def release_thread_sessions() -> None:
+    """Release the sessions the calling thread holds, of every Spark resource: a step thread
+    (``lakehouse_assets.executor``) calls it when its step has ended."""
+    for resource in list(_IN_USE.values()):
+        resource.release_thread_session()
 
 
 class SparkConnectUnreachable(RuntimeError):
@@ -151,20 +162,96 @@ class SparkResource(LazyPySparkResource):
         "jobs. An explicit spark.driver.extraJavaOptions replaces these options.",
     )
 
+    _sessions: dict[threading.Thread, SparkSession] = PrivateAttr(default_factory=dict)
+    _free: list[SparkSession] = PrivateAttr(default_factory=list)  # left by ended threads
+    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+
     def _init_session(self) -> None:
         if self._spark_session is None:
             session = self._connect() if self.remote else self._start_local()
             self._spark_session = session
 
     def get_session(self) -> SparkSession:
-        """The run's Spark session (created on the first call)."""
-        return self.spark_session
+        """The calling thread's Spark session (made on its first call).
+
+        Steps running at once (``lakehouse_assets.executor``) each run in a thread of their own,
+        and each thread has a session of its own, so the settings a step sets for a while (a
+        merge's transaction marker) are never another step's. A thread that has ended leaves its
+        session to the next thread that asks, with one exception over Spark Connect: a session
+        other than the first is released, not handed on, because PySpark Connect ties the
+        DataFrame a ``localCheckpoint`` returns to the thread's active session (the session the
+        thread made, else the process's default, which the first session is).
+        """
+        thread = threading.current_thread()
+        with self._lock:
+            if thread not in self._sessions:
+                for ended in [other for other in self._sessions if not other.is_alive()]:
+                    self._leave(self._sessions.pop(ended))
+                self._sessions[thread] = self._free_session()
+                _IN_USE[id(self)] = self
+            return self._sessions[thread]
+
+    def release_thread_session(self) -> None:
+        """The calling thread's step has ended: release its session over Spark Connect, unless
+        it is the first (kept for the next thread); a local one waits for the next thread.
+
+        A Connect session left to the process's exit is released then, and waits for a server
+        that may have stopped by then (a test's, the demo's).
+        """
+        with self._lock:
+            session = self._sessions.pop(threading.current_thread(), None)
+            if session is not None:
+                self._leave(session)
+
+    def _leave(self, session: SparkSession) -> None:
+        """Keep ``session``, whose thread has ended, for the next thread, or release it."""
+        if self.remote and session is not self._spark_session:
+            session.stop()
+        else:
+            self._free.append(session)
+
+    def _free_session(self) -> SparkSession:
+        """The first session unless a live thread holds it, else one left free, else a new one."""
+        first = self._spark_session
+        if first is None:
+            return self.spark_session
+        if any(session is first for session in self._free):
+            self._free = [session for session in self._free if session is not first]
+            return first
+        if self._free:
+            return self._free.pop()
+        return self._another_session()
+
+    def _another_session(self) -> SparkSession:
+        """A new session on the first one's application, with its own settings."""
+        first = self.spark_session
+        if not self.remote:
+            session = first.newSession()  # the application's settings are its defaults
+            for key, value in SESSION_DEFAULTS.items():
+                session.conf.set(key, value)
+            return session
+        return self._configured(self._builder().create())
 
     def _connect(self) -> SparkSession:
+        check_reachable(self._remote_url(), self.connect_wait_s)
+        return self._configured(self._builder().getOrCreate())
+
+    def _builder(self) -> Any:
+        """A Connect session builder that sets ``SESSION_DEFAULTS`` in one call.
+
+        (The builder sets its settings silently, skipping any it may not set: these are session
+        settings every Spark accepts. The user's ``spark_config`` is set by ``_configured``, one
+        call a setting, so a setting the server refuses fails the run, naming it.)
+        """
+        defaults: dict[str, Any] = dict(SESSION_DEFAULTS)
+        return SparkSession.builder.remote(self._remote_url()).config(map=defaults)
+
+    def _remote_url(self) -> str:
         assert self.remote is not None
-        check_reachable(self.remote, self.connect_wait_s)
-        session = SparkSession.builder.remote(self.remote).getOrCreate()
-        for key, value in {**SESSION_DEFAULTS, **self.spark_config}.items():
+        return self.remote
+
+    def _configured(self, session: SparkSession) -> SparkSession:
+        for key, value in self.spark_config.items():
             session.conf.set(key, str(value))
         return session
 

@@ -13,6 +13,7 @@ import threading
 import time
 from pathlib import Path
 
+import dagster as dg
 import pytest
 from pyspark import StorageLevel
 from pyspark.sql import SparkSession
@@ -20,6 +21,7 @@ from pyspark.sql import functions as F
 
 from lakehouse_assets.devtools.broker import free_port
 from lakehouse_assets.devtools.spark_server import SparkConnectServer
+from lakehouse_assets.executor import materialize
 from resources import SparkResource
 from resources.kafka import KAFKA_FORMAT
 from resources.spark import (
@@ -44,6 +46,76 @@ def test_session_settings_hold_and_the_session_is_shared(
     assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
     assert spark.conf.get("spark.sql.parquet.outputTimestampType") == "TIMESTAMP_MICROS"
     assert SparkResource(remote=spark_remote).get_session() is spark
+
+
+def test_each_thread_has_a_session_of_its_own_and_ended_threads_leave_theirs(
+    spark_remote: str | None,
+) -> None:
+    resource = SparkResource(remote=spark_remote)
+    first = resource.get_session()
+    both_hold = threading.Barrier(3, timeout=60)
+    seen: dict[str, tuple[SparkSession, str | None, int]] = {}
+
+    def step(name: str) -> None:
+        session = resource.get_session()
+        session.conf.set("spark.sql.shuffle.partitions", name[-1])
+        both_hold.wait()  # both threads hold their sessions at once
+        # a checkpoint is tied to the thread's session (it broke on another thread's)
+        rows = session.range(4).localCheckpoint().where("id > 0").count()
+        seen[name] = (session, session.conf.get("spark.sql.shuffle.partitions"), rows)
+        both_hold.wait()
+
+    threads = [threading.Thread(target=step, args=(f"step{n}",)) for n in (3, 5)]
+    for thread in threads:
+        thread.start()
+    both_hold.wait()
+    both_hold.wait()
+    for thread in threads:
+        thread.join()
+    assert resource.get_session() is first  # the main thread keeps its own
+    (one, one_setting, one_rows), (other, other_setting, other_rows) = seen["step3"], seen["step5"]
+    assert one is not other and first not in (one, other)
+    assert (one_setting, other_setting) == ("3", "5")  # each its own settings
+    assert one_rows == other_rows == 3
+
+    later: list[tuple[SparkSession, int]] = []
+
+    def next_step() -> None:
+        session = resource.get_session()
+        later.append((session, session.range(2).localCheckpoint().count()))
+
+    thread = threading.Thread(target=next_step)
+    thread.start()
+    thread.join()
+    session, rows = later[0]
+    if spark_remote:  # over Connect, a session other than the first is never handed on
+        assert session not in (first, one, other)
+    else:  # a local session is: one of the two the ended threads left
+        assert session in (one, other)
+    assert rows == 2
+
+
+def test_a_run_releases_the_sessions_its_steps_made_at_its_end(spark_remote: str | None) -> None:
+    if not spark_remote:
+        pytest.skip("a local application's sessions are not released: they are its own")
+    both_hold = threading.Barrier(2, timeout=60)
+    sessions: list[SparkSession] = []
+
+    def step(name: str) -> dg.AssetsDefinition:
+        @dg.asset(name=name)
+        def _step(spark: SparkResource) -> None:
+            sessions.append(spark.get_session())
+            both_hold.wait()  # so the two run at once, each with a session
+
+        return _step
+
+    resources = {"spark": SparkResource(remote=spark_remote)}
+    instance = dg.DagsterInstance.ephemeral()
+    result = materialize([step("a"), step("b")], dg.AssetSelection.all(), resources, instance)
+    assert result.success
+    assert len({id(session) for session in sessions}) == 2
+    # the one other than the process's default is released; the default stays
+    assert sorted(session.is_stopped for session in sessions) == [False, True]
 
 
 def test_sparks_kafka_source_is_on_the_session(spark: SparkSession) -> None:
