@@ -49,8 +49,10 @@ def test_session_settings_hold_and_the_session_is_shared(
 
 
 def test_each_thread_has_a_session_of_its_own_and_ended_threads_leave_theirs(
-    spark_remote: str | None,
+    spark: SparkSession, spark_remote: str | None
 ) -> None:
+    # ``spark`` is the process's default session, which the fixture releases while the server
+    # runs (a Connect client left open to the process's exit retries a server gone by then)
     resource = SparkResource(remote=spark_remote)
     first = resource.get_session()
     both_hold = threading.Barrier(3, timeout=60)
@@ -95,7 +97,9 @@ def test_each_thread_has_a_session_of_its_own_and_ended_threads_leave_theirs(
     assert rows == 2
 
 
-def test_a_run_releases_the_sessions_its_steps_made_at_its_end(spark_remote: str | None) -> None:
+def test_a_run_releases_the_sessions_its_steps_made_at_its_end(
+    spark: SparkSession, spark_remote: str | None
+) -> None:  # ``spark``: the default session, as above
     if not spark_remote:
         pytest.skip("a local application's sessions are not released: they are its own")
     both_hold = threading.Barrier(2, timeout=60)
