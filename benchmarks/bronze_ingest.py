@@ -423,7 +423,7 @@ def release_spark(session: Any, remote: bool) -> None:
     """End this process's Spark session: a Connect session is released on its server (which
     keeps running); a local application is stopped, waiting for its JVM so that getrusage
     accounts for it."""
-    from resources.spark import stop_spark
+    from resources.spark_jvm import stop_spark
 
     if remote:
         session.stop()
@@ -458,7 +458,7 @@ def child_environ(remote: str | None) -> dict[str, str]:
     """The child's process environment: a Connect client of ``remote``, or a process that may
     start a local Spark (no ``SPARK_REMOTE``, whatever this process's environment says)."""
     from resources import ENV_SPARK_REMOTE
-    from resources.spark import without_connect
+    from resources.spark_jvm import without_connect
 
     env = without_connect(os.environ)
     return {**env, ENV_SPARK_REMOTE: remote} if remote else env

@@ -14,22 +14,19 @@ import itertools
 import logging
 import os
 import socket
-import subprocess
 import sys
 import threading
 import time
 import weakref
-from collections.abc import Iterator, Mapping
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlparse
 
 from dagster_pyspark import LazyPySparkResource
 from pydantic import Field, PrivateAttr
-from pyspark import SparkContext
 from pyspark.sql import DataFrame, SparkSession
 
-from resources import object_store
+from resources.spark_jvm import DEFAULT_ARCHIVE, jvm_settings, quick_start_options
 
 # Session settings every run relies on, whatever the application: applied to each new session.
 SESSION_DEFAULTS: dict[str, str] = {
@@ -46,70 +43,13 @@ LOCAL_DEFAULTS: dict[str, str] = {
     "spark.driver.memory": "2g",
     "spark.ui.showConsoleProgress": "false",
 }
-# The driver's class archive sits in the virtual environment: it belongs to its PySpark and JDK.
-DEFAULT_ARCHIVE = Path(sys.prefix) / "share" / "lakehouse" / "spark-driver.jsa"
-# The pinned JVM packages (Delta Lake, Spark's Kafka source), resolved there by `lakehouse jars`.
-JARS_DIR = Path(sys.prefix) / "share" / "lakehouse" / "jars"
-# Delta Lake's SQL (MERGE, OPTIMIZE, VACUUM) and its catalog in every session.
-DELTA_SETTINGS: dict[str, str] = {
-    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
-    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
-    # Every table records its changes, so downstream layers read them incrementally.
-    "spark.databricks.delta.properties.defaults.enableChangeDataFeed": "true",
-    # A table's state is rebuilt from its log in one task, not Delta's default 50: the lake's
-    # logs are small, and 50 tasks per snapshot made a small streaming batch 3x slower here.
-    # A cluster with tables of many thousand files may raise it in LAKEHOUSE_SPARK_CONF.
-    "spark.databricks.delta.snapshotPartitions": "1",
-    # VACUUM lists a table's folders in this many tasks (Spark's default, 10,000, took 90 s to
-    # vacuum a table of 8 files here).
-    "spark.sql.sources.parallelPartitionDiscovery.parallelism": "8",
-}
-# Settings fixed when an application starts (Spark's static SQL settings).
-STATIC_SETTINGS: dict[str, str] = {
-    # Compiled query code kept for reuse: a graph run compiles more distinct classes than Spark's
-    # 100 and compiled them again (compiling was 31% of the server's sampled CPU in the demo).
-    # With 5,000, one sample graph ran 1.07-1.10x as fast, a second graph on the same server
-    # 1.12-1.18x (two A B pairs).
-    "spark.sql.codegen.cache.maxEntries": "5000",
-}
 CONNECT_TIMEOUT_S = 10.0
 # How long a run waits for a Connect server that refuses connections: one restarting (killed, or
 # moved) is back within it, and a run retried at once after the server died does not fail again.
 CONNECT_WAIT_S = 120.0
 LOG = logging.getLogger(__name__)
-CONNECT_MODE_MARK = "SPARK_CONNECT_MODE_ENABLED"  # set by PySpark in a process using Connect
 # The resources that have handed out sessions, by id (weakly: a resource is not kept for this).
 _IN_USE: weakref.WeakValueDictionary[int, SparkResource] = weakref.WeakValueDictionary()
-
-
-class SparkJarsMissing(RuntimeError):
-    """The pinned JVM packages were never resolved into this environment."""
-
-
-def jvm_settings(
-    jars_dir: Path = JARS_DIR, environ: Mapping[str, str] | None = None
-) -> dict[str, str]:
-    """Settings of every Spark application the project starts (a Connect server, a local
-    session): the pinned jars, which its executors fetch from the driver, Delta's extension, the
-    static settings, and the object store's endpoint named in ``environ`` (the process's
-    variables when None; see ``resources.object_store``).
-
-    Raises:
-        SparkJarsMissing: ``jars_dir`` holds no jar.
-    """
-    jars = sorted(jars_dir.glob("*.jar"))
-    if not jars:
-        raise SparkJarsMissing(
-            f"No JVM packages in {jars_dir}: run `lakehouse jars` (`make install` does) to "
-            "resolve Delta Lake and Spark's Kafka source once."
-        )
-    jars_setting = ",".join(str(jar) for jar in jars)
-    return {
-        "spark.jars": jars_setting,
-        **DELTA_SETTINGS,
-        **STATIC_SETTINGS,
-        **object_store.spark_settings(environ),
-    }
 
 
 def release_thread_sessions() -> None:
@@ -315,42 +255,3 @@ def check_reachable(url: str, wait_s: float = 0.0, timeout_s: float = CONNECT_TI
             if attempt == 0:
                 LOG.warning(f"Waiting up to {wait_s:.0f} s for the Spark Connect server at {url}")
             time.sleep(1.0)
-
-
-def without_connect(environ: Mapping[str, str]) -> dict[str, str]:
-    """``environ`` for a process that must start a local Spark application, not a Connect client:
-    without ``SPARK_REMOTE`` and the mark PySpark sets once a process has a Connect session."""
-    return {k: v for k, v in environ.items() if k not in ("SPARK_REMOTE", CONNECT_MODE_MARK)}
-
-
-def quick_start_options(archive: Path, quick_jit: bool = True) -> str:
-    """Driver JVM options for a quick start: the class archive when there is one, and, with
-    ``quick_jit``, the JIT's quick tier (C1) only. C1 alone spends less CPU on a short run; a
-    driver that works for minutes runs faster with the full JIT (see ``SparkConnectServer``)."""
-    options = ["-XX:TieredStopAtLevel=1"] if quick_jit else []
-    if archive.is_file():
-        options.append(f"-XX:SharedArchiveFile={archive}")
-    return " ".join(options)
-
-
-def stop_spark(timeout_s: float = 60) -> bool:
-    """Stop this process's local Spark session and its driver JVM, and wait until it has exited.
-
-    Returns False when the JVM had to be killed after ``timeout_s``.
-    """
-    session = SparkSession.getActiveSession()
-    if session is not None:
-        session.stop()
-    gateway = SparkContext._gateway
-    process = getattr(gateway, "proc", None)
-    if gateway is not None:
-        gateway.shutdown()
-    if process is not None:
-        process.stdin.close()  # the JVM exits at the end of its standard input
-        try:
-            process.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-            return False
-    return True

@@ -1,8 +1,8 @@
 """The pinned JVM artifacts (``jars.toml``), resolved once into the virtual environment.
 
 ``lakehouse jars`` (run by ``make install``) resolves them with Spark's own resolver (Ivy, as
-``spark-submit --packages`` does) and keeps the resolved files in ``resources.spark.JARS_DIR``;
-every Spark the project starts loads them from there (``resources.spark.jvm_settings``). The
+``spark-submit --packages`` does) and keeps the resolved files in ``resources.spark_jvm.JARS_DIR``;
+every Spark the project starts loads them from there (``resources.spark_jvm.jvm_settings``). The
 repository is Maven Central, or Spark's own ``DEFAULT_ARTIFACT_REPOSITORY`` (an internal mirror).
 """
 
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lakehouse_assets.devtools.spark_server import spark_home
-from resources.spark import JARS_DIR, without_connect
+from resources.spark_jvm import JARS_DIR, without_connect
 
 PINS = Path(__file__).with_name("jars.toml")
 # The embedded Kafka broker's jars, and Kafka Connect's with Debezium's PostgreSQL connector:

@@ -29,7 +29,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from resources import ENV_SPARK_CONF
-from resources.spark import DEFAULT_ARCHIVE, without_connect
+from resources.spark_jvm import DEFAULT_ARCHIVE, without_connect
 
 ARCHIVE_ROWS = 1000
 
@@ -108,7 +108,7 @@ def write_archive(path: Path = DEFAULT_ARCHIVE) -> Path:
 
 if __name__ == "__main__":
     from resources import build_resources
-    from resources.spark import stop_spark
+    from resources.spark_jvm import stop_spark
 
     # The JVM options come from LAKEHOUSE_SPARK_CONF, as for any run; see ``write_archive``.
     _workload(build_resources()["spark"].get_session(), sys.argv[1])

@@ -18,13 +18,8 @@ import pyspark
 
 from lakehouse_assets.devtools.python_daemons import DaemonReaper
 from lakehouse_assets.devtools.service import LOOPBACK, LocalService, free_port, port_is_taken
-from resources.spark import (
-    DEFAULT_ARCHIVE,
-    SESSION_DEFAULTS,
-    jvm_settings,
-    quick_start_options,
-    without_connect,
-)
+from resources.spark import SESSION_DEFAULTS
+from resources.spark_jvm import DEFAULT_ARCHIVE, jvm_settings, quick_start_options, without_connect
 
 CONNECT_SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 DEFAULT_CONNECT_PORT = 15002

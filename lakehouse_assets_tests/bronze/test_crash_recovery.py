@@ -35,7 +35,7 @@ from lakehouse_assets_tests.bronze.helpers import (
 )
 from lakehouse_assets_tests.conftest import empty, produce
 from resources import ENV_SPARK_REMOTE, KafkaResource, build_resources, files
-from resources.spark import CONNECT_MODE_MARK
+from resources.spark_jvm import CONNECT_MODE_MARK
 
 REPO_ROOT = Path(__file__).parents[2]
 PER_BATCH = 1000

@@ -10,7 +10,7 @@ import pyspark
 import pytest
 from pyspark.sql import SparkSession
 
-from resources.spark import DELTA_SETTINGS, JARS_DIR, SparkJarsMissing, jvm_settings
+from resources.spark_jvm import DELTA_SETTINGS, JARS_DIR, SparkJarsMissing, jvm_settings
 
 WHEEL_JARS = Path(pyspark.__file__).parent / "jars"
 SPARK_STUB = "org/apache/spark/unused/UnusedStubClass.class"  # an empty class in every Spark jar

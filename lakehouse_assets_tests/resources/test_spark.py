@@ -24,15 +24,8 @@ from lakehouse_assets.devtools.spark_server import SparkConnectServer
 from lakehouse_assets.executor import materialize
 from resources import SparkResource
 from resources.kafka import KAFKA_FORMAT
-from resources.spark import (
-    CONNECT_WAIT_S,
-    DEFAULT_ARCHIVE,
-    SparkConnectUnreachable,
-    cached,
-    check_reachable,
-    quick_start_options,
-    without_connect,
-)
+from resources.spark import CONNECT_WAIT_S, SparkConnectUnreachable, cached, check_reachable
+from resources.spark_jvm import DEFAULT_ARCHIVE, quick_start_options, without_connect
 
 
 def test_python_workers_run_the_project_interpreter(spark: SparkSession) -> None:
