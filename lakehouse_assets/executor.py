@@ -203,13 +203,15 @@ def materialize(
     instance: dg.DagsterInstance,
     run_config: Mapping[str, Any] | None = None,
     tags: Mapping[str, str] | None = None,
+    raise_on_error: bool = True,
 ) -> dg.ExecuteInProcessResult:
     """``dg.materialize`` of ``selection`` with the threaded executor: the run in this process,
     its independent steps at once. (``dg.materialize`` runs one step at a time: it replaces a
     job's executor with the in-process one.)
 
     Raises:
-        Exception: the first a step raised, after the steps running with it have ended.
+        Exception: the first a step raised, after the steps running with it have ended (with
+            ``raise_on_error``; without, failures are the result's events, as in a launched run).
     """
     job = dg.Definitions(
         assets=list(assets),
@@ -222,6 +224,6 @@ def materialize(
         job=InMemoryJob(job),
         instance=instance,
         output_capturing_enabled=False,
-        raise_on_error=True,
+        raise_on_error=raise_on_error,
         run_tags=tags,
     )

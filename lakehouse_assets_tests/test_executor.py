@@ -6,14 +6,11 @@ import time
 
 import dagster as dg
 import pytest
-from dagster._core.definitions.job_base import InMemoryJob
-from dagster._core.execution.execute_in_process import core_execute_in_process
 
 from lakehouse_assets.executor import (
     ENV_MAX_CONCURRENT_STEPS,
     materialize,
     max_concurrent_steps,
-    threaded_executor,
 )
 
 WAIT_S = 20.0  # far longer than a step of these tests takes
@@ -67,23 +64,11 @@ def test_at_most_max_concurrent_steps_run_at_once() -> None:
     assets = [step(f"s{index}") for index in range(5)]
     for limit in (1, 2):
         most[0] = 0
-        job = dg.define_asset_job("all", dg.AssetSelection.all())
-        defs = dg.Definitions(assets=assets, jobs=[job], executor=threaded_executor)
         config = {"execution": {"config": {"max_concurrent": limit}}}
-        result = _run(defs, config)
+        instance = dg.DagsterInstance.ephemeral()
+        result = materialize(assets, dg.AssetSelection.all(), {}, instance, run_config=config)
         assert result.success
         assert most[0] == limit
-
-
-def _run(defs: dg.Definitions, run_config: dict) -> dg.ExecuteInProcessResult:
-    """The job ``all`` of ``defs`` as a launched run executes it: its failures are events."""
-    return core_execute_in_process(
-        run_config=run_config,
-        job=InMemoryJob(defs.resolve_job_def("all")),
-        instance=dg.DagsterInstance.ephemeral(),
-        output_capturing_enabled=False,
-        raise_on_error=False,
-    )
 
 
 def test_a_failed_step_skips_its_downstream_and_the_others_end() -> None:
@@ -111,9 +96,10 @@ def test_a_failed_step_skips_its_downstream_and_the_others_end() -> None:
 
     # a launched run (no raise): the failure is the run's event; ``after`` never starts, as
     # with Dagster's in-process executor
-    job = dg.define_asset_job("all", dg.AssetSelection.all())
-    defs = dg.Definitions(assets=[fails, other, after], jobs=[job], executor=threaded_executor)
-    result = _run(defs, {})
+    result = materialize(
+        [fails, other, after], dg.AssetSelection.all(), {}, dg.DagsterInstance.ephemeral(),
+        raise_on_error=False,
+    )  # fmt: skip
     assert not result.success
     failed = {event.step_key for event in result.get_step_failure_events()}
     assert failed == {"fails"}
