@@ -177,14 +177,16 @@ class LakeResource(dg.ConfigurableResource):
         layer: str,
         table: str,
         partitions: PartitionFilters | None = None,
+        version: int | None = None,
     ) -> DataFrame:
-        """The table's current snapshot (of the partitions matching ``partitions``) in Spark.
+        """The table's rows at ``version`` (else its current snapshot), of the partitions matching
+        ``partitions``, in Spark.
 
         Raises:
             FileNotFoundError: the table does not exist yet.
         """
         self.table(layer, table)  # a clear error for a missing table
-        return delta.read(spark, self.table_uri(layer, table), partitions=partitions)
+        return delta.read(spark, self.table_uri(layer, table), version, partitions)
 
     def changes_since(
         self,

@@ -50,6 +50,13 @@ def spread(days: Iterable[str], before: int = 0, after: int = 0) -> list[str]:
     return sorted(day.isoformat() for day in shifted)
 
 
-def read_days(lake: LakeResource, spark: SparkSession, table: str, days: list[str]) -> DataFrame:
-    """The rows of ``silver.<table>`` on ``days`` (read from those partitions' files only)."""
-    return lake.read(spark, SILVER, table, partitions=[(DATE, "in", days)])
+def read_days(
+    lake: LakeResource,
+    spark: SparkSession,
+    table: str,
+    days: list[str],
+    version: int | None = None,
+) -> DataFrame:
+    """The rows of ``silver.<table>`` on ``days`` (read from those partitions' files only), at
+    ``version`` (else its latest)."""
+    return lake.read(spark, SILVER, table, partitions=[(DATE, "in", days)], version=version)

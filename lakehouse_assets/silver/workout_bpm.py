@@ -1,6 +1,9 @@
 """``silver.workout_bpm``: each completed workout's valid readings, of the device its user had
 registered at the time; new workouts, late readings and new registrations each bring their rows."""
 
+import dataclasses
+from collections.abc import Mapping
+
 import dagster as dg
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -42,8 +45,29 @@ from resources import LakeResource, SparkResource
 WORKOUT_BPM_UPSTREAM = [asset_key(SILVER, t) for t in (COMPLETED_WORKOUTS, HEART_RATE, USERS)]
 
 
+@dataclasses.dataclass(frozen=True)
+class Upstream:
+    """The step's three upstream tables at the versions it consumes (its markers' versions).
+
+    Every read of a run sees the same rows whatever other runs commit meanwhile (a heart-rate
+    run writes readings while a workout run's step runs), so what it merges, the versions its
+    markers record and what its reconciliation expects agree; later rows are the next run's.
+    """
+
+    lake: LakeResource
+    session: SparkSession
+    versions: Mapping[str, int]  # silver table -> version
+
+    def read(self, table: str, days: list[str] | None = None) -> DataFrame:
+        """``silver.<table>`` at its consumed version (of ``days`` only, when given)."""
+        version = self.versions[table]
+        if days is None:
+            return self.lake.read(self.session, SILVER, table, version=version)
+        return read_days(self.lake, self.session, table, days, version)
+
+
 def _redone_by_registrations(
-    lake: LakeResource, session: SparkSession, changed: DataFrame
+    upstream: Upstream, changed: DataFrame
 ) -> tuple[DataFrame, Column] | None:
     """The workouts whose readings registrations ``changed`` (``(user_id, device_id,
     registration_timestamp)`` taken or left) may give or take, and the condition of their
@@ -59,19 +83,18 @@ def _redone_by_registrations(
         return None
     since = min(row.micros for row in touched)
     devices = [row.device_id for row in touched]
-    users = lake.read(session, SILVER, USERS)
+    users = upstream.read(USERS)
     holders = users.where(F.col("device_id").isin(devices)).select("user_id").distinct().collect()
     affected = sorted({row.user_id for row in touched} | {row.user_id for row in holders})
     # The same condition picks the workouts to redo and their rows in workout_bpm.
     condition = F.col("user_id").isin(affected) & (
         F.col("end_time") > F.timestamp_micros(F.lit(since))
     )
-    return lake.read(session, SILVER, COMPLETED_WORKOUTS).where(condition), condition
+    return upstream.read(COMPLETED_WORKOUTS).where(condition), condition
 
 
 def _changed_rows(
-    lake: LakeResource,
-    session: SparkSession,
+    upstream: Upstream,
     new_workouts: DataFrame,
     new_readings: DataFrame,
     users: DataFrame,
@@ -82,38 +105,38 @@ def _changed_rows(
     the start days of the workouts they are of."""
     # A workout lasts at most 3 hours: its readings are on its start day or the next one.
     new_days, reading_days = days_of_each(new_workouts, new_readings)
-    their_readings = read_days(lake, session, HEART_RATE, spread(new_days, after=1))
+    their_readings = upstream.read(HEART_RATE, spread(new_days, after=1))
     rows = transforms.workout_bpm(new_workouts, their_readings, users)
     late_days = spread(reading_days, before=1)  # the start days of their workouts
-    old_workouts = read_days(lake, session, COMPLETED_WORKOUTS, late_days)
+    old_workouts = upstream.read(COMPLETED_WORKOUTS, late_days)
     rows = rows.unionByName(transforms.workout_bpm(old_workouts, new_readings, users))
-    redo = _redone_by_registrations(lake, session, changed)
+    redo = _redone_by_registrations(upstream, changed)
     replace, redo_days = None, []
     if redo is not None:
         workouts, replace = redo
         redo_days = days_of(workouts)
-        readings = read_days(lake, session, HEART_RATE, spread(redo_days, after=1))
+        readings = upstream.read(HEART_RATE, spread(redo_days, after=1))
         rows = rows.unionByName(transforms.workout_bpm(workouts, readings, users))
     return rows, replace, sorted({*new_days, *late_days, *redo_days})
 
 
-def _reconcile_readings(
-    lake: LakeResource, session: SparkSession, days: list[str] | None
-) -> Outcome:
+def _reconcile_readings(upstream: Upstream, days: list[str] | None) -> Outcome:
     """Whether ``workout_bpm`` holds every reading of the workouts that started on ``days``, as
-    computed afresh from its three upstream tables (every workout's when None): an incremental
+    computed afresh from its three upstream tables at the versions the run consumed (every
+    workout's when None): an incremental
     run checks the days it may have changed, so its cost follows them, not the table's history;
     a run that changed nothing, and a full refresh, check every day."""
     if days == []:
         return Outcome(READINGS_IN_WORKOUT_BPM, 0, [])
-    tables = (COMPLETED_WORKOUTS, HEART_RATE, WORKOUT_BPM)
+    lake, session = upstream.lake, upstream.session
     if days is None:
-        completed, readings, held = (lake.read(session, SILVER, table) for table in tables)
+        completed, readings = upstream.read(COMPLETED_WORKOUTS), upstream.read(HEART_RATE)
+        held = lake.read(session, SILVER, WORKOUT_BPM)
     else:
-        completed = read_days(lake, session, COMPLETED_WORKOUTS, days)
-        readings = read_days(lake, session, HEART_RATE, spread(days, after=1))
+        completed = upstream.read(COMPLETED_WORKOUTS, days)
+        readings = upstream.read(HEART_RATE, spread(days, after=1))
         held = read_days(lake, session, WORKOUT_BPM, days)
-    expected = transforms.workout_bpm(completed, readings, lake.read(session, SILVER, USERS))
+    expected = transforms.workout_bpm(completed, readings, upstream.read(USERS))
     return workout_bpm_reconciliation(expected, held, [*transforms.WORKOUT_KEYS, "time"])
 
 
@@ -153,24 +176,29 @@ def workout_bpm(
     )
     fresh = workouts_fresh or readings_fresh or users_version != consumed
     markers = {**workouts_marker, **readings_marker, registrations_app: users_version}
+    (workouts_version,), (readings_version,) = workouts_marker.values(), readings_marker.values()
+    upstream = Upstream(
+        lake,
+        session,
+        {COMPLETED_WORKOUTS: workouts_version, HEART_RATE: readings_version, USERS: users_version},
+    )
     changed_days = None  # the start days of the workouts the run may change; None: every day
     key, batch = asset_key(SILVER, WORKOUT_BPM), None
     if config.full_refresh:
-        users = lake.read(session, SILVER, USERS)
-        completed = lake.read(session, SILVER, COMPLETED_WORKOUTS)
-        rows = transforms.workout_bpm(completed, lake.read(session, SILVER, HEART_RATE), users)
+        completed, readings = upstream.read(COMPLETED_WORKOUTS), upstream.read(HEART_RATE)
+        rows = transforms.workout_bpm(completed, readings, upstream.read(USERS))
         lake.replace(
             SILVER, WORKOUT_BPM, dated(WORKOUT_BPM, rows), markers, layout(WORKOUT_BPM)
         )  # fmt: skip
     elif fresh or not lake.exists(SILVER, WORKOUT_BPM):
-        users = lake.read(session, SILVER, USERS)
+        users = upstream.read(USERS)
         created = not lake.exists(SILVER, WORKOUT_BPM)
         replace = None
         if created:  # nothing consumed yet: the changes read are both tables whole
             rows = transforms.workout_bpm(new_workouts, new_readings, users)
         else:
             rows, replace, changed_days = _changed_rows(
-                lake, session, new_workouts, new_readings, users, changed
+                upstream, new_workouts, new_readings, users, changed
             )
         keys = [*transforms.WORKOUT_KEYS, "time"]
         merged = dated(WORKOUT_BPM, rows.distinct()).localCheckpoint()
@@ -179,7 +207,7 @@ def workout_bpm(
             replace=replace,
         )  # fmt: skip
         batch = written_rows(context, key, merged, created)  # merged by the rules' key
-    reconciled = _reconcile_readings(lake, session, changed_days)
+    reconciled = _reconcile_readings(upstream, changed_days)
     written = [(DATE, "in", changed_days)] if changed_days is not None else None
     return dg.MaterializeResult(
         metadata={

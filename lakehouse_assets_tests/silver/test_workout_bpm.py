@@ -10,11 +10,13 @@ from typing import Any
 
 import dagster as dg
 import pyarrow as pa
+import pytest
 from pyspark.sql import DataFrame, SparkSession
 
 from lakehouse_assets.checks.reconciliation import READINGS_IN_WORKOUT_BPM
 from lakehouse_assets.constants import COMPLETED_WORKOUTS, DATE, HEART_RATE, SILVER, USERS
 from lakehouse_assets.constants import WORKOUT_BPM as TABLE
+from lakehouse_assets.silver import workout_bpm as workout_bpm_module
 from lakehouse_assets.silver.workout_bpm import workout_bpm
 from resources import LakeResource
 
@@ -172,6 +174,42 @@ def test_a_reading_missing_from_workout_bpm_fails_its_reconciliation(
     read(lake, [(1001, at(JAN_2, "00:40"), 105.0)])
     reconciled = reconciliation(dg.materialize([workout_bpm], resources=env, raise_on_error=False))
     assert not reconciled.passed and reconciled.metadata["offending_rows"].value == 1
+
+
+def test_readings_committed_while_it_runs_are_the_next_runs(
+    env: dict[str, Any], spark: SparkSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another run (the heart-rate stream's) commits readings to ``silver.heart_rate`` after this
+    run has read its changes: this run neither merges nor expects them (its reconciliation
+    passes), and the next run takes them."""
+    lake: LakeResource = env["lake"]
+    register(lake, 1001, at(JAN_1, "08:00"))
+    complete(lake, 1, at(JAN_1, "23:00"), at(JAN_2, "01:00"))
+    read(lake, [(1001, at(JAN_1, "23:30"), 90.0)])
+    meanwhile: list[tuple[int, datetime, float | None]] = []  # committed once the run has read
+    original = workout_bpm_module.read_changes
+
+    def read_then_commit(*args: Any, **kwargs: Any) -> Any:
+        changes = original(*args, **kwargs)
+        if args[3] == (SILVER, HEART_RATE) and meanwhile:
+            read(lake, [meanwhile.pop()])
+        return changes
+
+    monkeypatch.setattr(workout_bpm_module, "read_changes", read_then_commit)
+    meanwhile.append((1001, at(JAN_1, "23:40"), 95.0))
+    assert reconciliation(dg.materialize([workout_bpm], resources=env)).passed  # creates it
+    assert bpm(lake, spark) == [(1, 1, "01 23:30", 90.0)]
+
+    meanwhile.append((1001, at(JAN_2, "00:30"), 100.0))
+    assert reconciliation(dg.materialize([workout_bpm], resources=env)).passed  # merges into it
+    assert bpm(lake, spark) == [(1, 1, "01 23:30", 90.0), (1, 1, "01 23:40", 95.0)]
+
+    assert reconciliation(dg.materialize([workout_bpm], resources=env)).passed
+    assert bpm(lake, spark) == [
+        (1, 1, "01 23:30", 90.0),
+        (1, 1, "01 23:40", 95.0),
+        (1, 1, "02 00:30", 100.0),
+    ]
 
 
 def reconciliation(ran: dg.ExecuteInProcessResult) -> dg.AssetCheckEvaluation:
