@@ -7,8 +7,11 @@ Starts a Spark Connect server and an embedded broker, produces the sample (``--u
 (the first pays the server's warm-up; the second is what a long-lived server pays). Every call
 the client makes to the server (execute, analyze, config) is timed and named by the project's
 line that made it and the Dagster step it ran in; a call made inside another (an execute that
-fetches) counts once. For the second graph it prints each step's calls and seconds, then the
-call sites by time. Profiles are off (as in the tests).
+fetches) counts once. For each graph it prints its wall time and the CPU seconds the server's
+processes and this one (the client, Dagster) spent in it, against what the machine's cores had:
+a server near all of them is busy computing, not waiting on round trips. For the second graph
+it prints each step's calls and seconds, each step's start and end (steps run at once), then
+the call sites by time. Profiles are off (as in the tests).
 
 It wraps methods of PySpark's Connect client and Dagster's step loop (internals of both): a
 diagnostic to read, not a figure to hold a target against.
@@ -46,6 +49,7 @@ class CallLog:
     def __init__(self) -> None:
         self.calls: dict[Key, list[float]] = collections.defaultdict(lambda: [0, 0.0])
         self.inside = threading.local()  # per thread: in a timed call, in which step
+        self.spans: dict[str, tuple[float, float]] = {}  # step -> (start, end), monotonic
 
     @property
     def step(self) -> str:
@@ -98,8 +102,12 @@ def follow_steps(log: CallLog) -> None:
     original = getattr(execute_plan, name)
 
     def step_events(step_context: Any) -> Iterator[Any]:
-        log.step = step_context.step.key
-        yield from original(step_context)
+        key = log.step = step_context.step.key
+        start = time.monotonic()
+        try:
+            yield from original(step_context)
+        finally:
+            log.spans[key] = (start, time.monotonic())
 
     setattr(execute_plan, name, step_events)
 
@@ -152,6 +160,14 @@ def print_budget(log: CallLog) -> None:
     print(f"steps over their aim: {over} of {len(steps)}")
 
 
+def print_timeline(log: CallLog, began: float) -> None:
+    """Each step's start and end in the second graph, seconds from the graph's start, in the order
+    they started: the longest chain of steps that wait on each other is the graph's floor."""
+    print("\nsteps in time (second graph): start, end, seconds")
+    for step, (start, end) in sorted(log.spans.items(), key=lambda item: item[1][0]):
+        print(f"  {start - began:6.1f} {end - began:6.1f} {end - start:6.1f}  {step}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description="Where the sample graph's time goes.")
     parser.add_argument("--users", type=int, default=6)
@@ -161,6 +177,7 @@ def main() -> None:
 
     from pyspark.sql.connect.client.core import SparkConnectClient
 
+    from benchmarks.spark_settings import tree_cpu_s
     from lakehouse_assets import sample_data
     from lakehouse_assets.demo import materialize_graph
     from lakehouse_assets.devtools.broker import EmbeddedBroker
@@ -186,16 +203,31 @@ def main() -> None:
         sample_data.produce(broker.bootstrap_servers, sample.messages)
         for graph in ("first", "second"):
             log.calls.clear()
+            log.spans.clear()
             root = Path(tempfile.mkdtemp(prefix="graph-calls-"))
             os.environ["LAKEHOUSE_ROOT"] = str(root)
             sample_data.write_landing(root, sample.files)
             resources = build_resources()
-            start = time.monotonic()
+            assert server.pid is not None
+            start, server_cpu, own_cpu = (
+                time.monotonic(),
+                tree_cpu_s(server.pid),
+                time.process_time(),
+            )
             assert all(result.success for result in materialize_graph(resources))
-            print(f"{graph} graph: {time.monotonic() - start:.1f} s", flush=True)
+            wall = time.monotonic() - start
+            server_cpu = tree_cpu_s(server.pid) - server_cpu
+            own_cpu = time.process_time() - own_cpu
+            cores = wall * (os.cpu_count() or 1)
+            print(
+                f"{graph} graph: {wall:.1f} s; CPU seconds: the server {server_cpu:.1f}, "
+                f"this process {own_cpu:.1f}, of {cores:.1f} the machine's cores had",
+                flush=True,
+            )
             resources["spark"].get_session().stop()
 
     print_budget(log)
+    print_timeline(log, start)
     print("\ncall sites by time (second graph):")
     ranked = sorted(log.calls.items(), key=lambda item: -item[1][1])[: args.sites]
     for (step, call, site), (count, seconds) in ranked:
