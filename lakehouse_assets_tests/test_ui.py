@@ -215,32 +215,69 @@ def test_asset_graph_shows_every_bronze_silver_and_gold_asset(dagster_ui: str) -
     assert shown == names, f"the graph shows {labels}"
 
 
+REPOSITORY = {
+    "repositoryLocationName": "lakehouse_assets.definitions",
+    "repositoryName": "__repository__",
+}
 RESOURCE_QUERY = """query Resource($selector: ResourceSelector!) {
   topLevelResourceDetailsOrError(resourceSelector: $selector) {
     __typename
     ... on ResourceDetails { configuredValues { key value type } }
   }
 }"""
+INSTIGATORS_QUERY = """query Instigators($repository: RepositorySelector!) {
+  schedulesOrError(repositorySelector: $repository) {
+    __typename
+    ... on Schedules { results { name pipelineName scheduleState { status } } }
+  }
+  sensorsOrError(repositorySelector: $repository) {
+    __typename
+    ... on Sensors { results { name sensorState { status } } }
+  }
+}"""
+
+
+def graphql(url: str, query: str, variables: dict[str, Any]) -> str:
+    """The webserver's answer to ``query``, as text."""
+    body = json.dumps({"query": query, "variables": variables}).encode()
+    request = urllib.request.Request(f"{url}/graphql", body, {"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=60) as response:
+        return response.read().decode()
 
 
 def test_the_ui_shows_the_variable_of_a_credential_not_its_value(dagster_ui: str) -> None:
-    selector = {
-        "repositoryLocationName": "lakehouse_assets.definitions",
-        "repositoryName": "__repository__",
-        "resourceName": "documents",
-    }
-    body = json.dumps({"query": RESOURCE_QUERY, "variables": {"selector": selector}}).encode()
-    request = urllib.request.Request(
-        f"{dagster_ui}/graphql", body, {"Content-Type": "application/json"}
+    answer = graphql(
+        dagster_ui, RESOURCE_QUERY, {"selector": {**REPOSITORY, "resourceName": "documents"}}
     )
-    with urllib.request.urlopen(request, timeout=60) as response:
-        answer = response.read().decode()
     assert DOCUMENTS_PASSWORD not in answer
     details = json.loads(answer)["data"]["topLevelResourceDetailsOrError"]
     assert details["__typename"] == "ResourceDetails", answer
     assert {"key": "url", "value": ENV_DOCUMENTS_URL, "type": "ENV_VAR"} in details[
         "configuredValues"
     ]
+
+
+def test_a_new_instance_runs_the_nightly_schedules_and_the_sensors(dagster_ui: str) -> None:
+    """docs/dagster.md: maintenance and profiles run nightly and the sensors launch runs by
+    themselves, with nobody turning a toggle on in a new instance."""
+    answer = json.loads(graphql(dagster_ui, INSTIGATORS_QUERY, {"repository": REPOSITORY}))
+    schedules = answer["data"]["schedulesOrError"]
+    sensors = answer["data"]["sensorsOrError"]
+    assert schedules["__typename"] == "Schedules", answer
+    assert sensors["__typename"] == "Sensors", answer
+    scheduled = {schedule["pipelineName"] for schedule in schedules["results"]}
+    assert scheduled == {"maintain_bronze", "maintain_silver", "maintain_gold", "profile_tables"}
+    stopped = [
+        schedule["name"]
+        for schedule in schedules["results"]
+        if schedule["scheduleState"]["status"] != "RUNNING"
+    ] + [
+        sensor["name"]
+        for sensor in sensors["results"]
+        if sensor["sensorState"]["status"] != "RUNNING"
+    ]
+    assert sensors["results"]
+    assert stopped == []
 
 
 def test_a_label_shows_a_name_whole_or_middle_truncated() -> None:

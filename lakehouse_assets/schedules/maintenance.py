@@ -86,24 +86,23 @@ def maintenance_definitions(
 ) -> tuple[dict[str, dg.JobDefinition], list[dg.ScheduleDefinition]]:
     """The maintenance job of each layer (its tables and ``extra_tables``, e.g. of declared
     sources; silver's also the routed tables of the route-by-type sources ``routed``), and
-    their nightly schedules."""
+    their nightly schedules, running from the start."""
     jobs = {
         layer: maintenance_job(
             layer, [*tables, *extra_tables.get(layer, ())], routed if layer == SILVER else ()
         )
         for layer, tables in LAYER_TABLES.items()
     }
+    # Every night, bronze first (the layer the streams write most often), then silver, then gold;
+    # on by default, as the sensors are: a table the user never toggled still gets compacted.
     schedules = [
-        # Every night at 02:00 UTC: bronze, the layer the streams write most often.
         dg.ScheduleDefinition(
-            job=jobs[BRONZE], cron_schedule="0 2 * * *", execution_timezone="UTC"
-        ),
-        # Every night at 02:30 UTC: silver.
-        dg.ScheduleDefinition(
-            job=jobs[SILVER], cron_schedule="30 2 * * *", execution_timezone="UTC"
-        ),
-        # Every night at 03:00 UTC: gold.
-        dg.ScheduleDefinition(job=jobs[GOLD], cron_schedule="0 3 * * *", execution_timezone="UTC"),
+            job=jobs[layer],
+            cron_schedule=cron,
+            execution_timezone="UTC",
+            default_status=dg.DefaultScheduleStatus.RUNNING,
+        )
+        for layer, cron in ((BRONZE, "0 2 * * *"), (SILVER, "30 2 * * *"), (GOLD, "0 3 * * *"))
     ]
     return jobs, schedules
 
