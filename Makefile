@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: install chromium postgresql test-services run test test-connect test-faults \
-	test-first-lane test-second-lane test-own-stacks test-local lint broker spark-server dev up \
+	test-first-lane test-second-lane test-own-stacks test-local test-quick lint broker spark-server dev up \
 	bench clean
 
 install: $(STAMP)
@@ -41,26 +41,27 @@ postgresql:
 run: install
 	$(BIN)/lakehouse demo
 
-# Two lanes on the two cores. One: the tests that are clients of one Spark Connect server,
-# but those of SECOND_LANE. Beside it: the tests that start their own Spark and broker
-# (test-own-stacks: the fault matrix on a `lakehouse up`, the demo, the Dagster CLI, a standalone
-# cluster), then the tests marked local_spark once more on a local Spark application in the test
-# process (see lakehouse_assets_tests/conftest.py), then SECOND_LANE's tests on a Connect server
-# of their own (and the S3 endpoint's): chosen so that both lanes end about together
-# (docs/benchmarks.md).
-# --output-sync prints each part's output whole, once it ends.
-SECOND_LANE := lakehouse_assets_tests/sources/test_debezium.py \
-	lakehouse_assets_tests/resources/test_object_store.py lakehouse_assets_tests/gold/test_blocking.py
+# The suite in two lanes on the two cores, chosen by markers (docs/testing.md). One: the tests
+# that use the session's services (Spark Connect, the broker, PostgreSQL, the S3 endpoint).
+# Beside it: the tests that start their own stack, then those marked local_spark once more on a
+# local Spark application, then the tests of a system besides Spark and Kafka (`external`) with
+# the ones that need no service. --output-sync prints each lane's output whole, once it ends.
+NOT_OWN_STACK := not faults and not own_stack
 
 test: install test-services
 	$(MAKE) --no-print-directory --output-sync=target -j2 test-first-lane test-second-lane
 
 test-first-lane: install
-	$(BIN)/python -m pytest $(addprefix --ignore=,$(SECOND_LANE))
+	$(BIN)/python -m pytest -m 'services and not external and $(NOT_OWN_STACK)'
 
 test-second-lane: test-own-stacks
 	$(MAKE) --no-print-directory test-local
-	$(BIN)/python -m pytest $(SECOND_LANE)
+	$(BIN)/python -m pytest -m '(external or not services) and $(NOT_OWN_STACK)'
+
+# Before a commit: the tests that need no service (pure transforms, rules, declarations,
+# definitions, sensors' decisions), in under a minute.
+test-quick: install
+	$(BIN)/python -m pytest -m 'not services and $(NOT_OWN_STACK)'
 
 # Every test that is a client of the session's Spark Connect server.
 test-connect: install

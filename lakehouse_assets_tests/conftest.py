@@ -63,6 +63,21 @@ if SPARK_MODE not in ("connect", "local"):
     raise ValueError(f"LAKEHOUSE_TEST_SPARK must be 'connect' or 'local', got {SPARK_MODE!r}")
 
 
+# The fixtures that start a service: the session's Spark, broker, PostgreSQL and S3 endpoint, and
+# test_ui.py's `dagster dev`. A test that uses one, itself or through another fixture, is marked
+# `services`; `make test-quick` runs the others.
+SERVICE_FIXTURES = frozenset(
+    {"spark_remote", "session_broker", "postgres", "s3_endpoint", "dagster_ui"}
+)
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` selects by the marks
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if SERVICE_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.services)
+
+
 S3_BUCKET = "lake"  # the session's S3 endpoint's bucket: each test's lake under a prefix of its own
 
 

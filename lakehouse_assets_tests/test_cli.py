@@ -37,6 +37,7 @@ def test_a_demo_lake_is_reset_for_the_next_demo_and_any_other_lake_refused(
     assert files.read_text(f"{other_lake}/bronze/t/part-0.parquet") == "rows"
 
 
+@pytest.mark.services  # starts a broker of its own
 def test_broker_command_stops_its_broker_on_sigterm(tmp_path: Path) -> None:
     import signal
     import socket

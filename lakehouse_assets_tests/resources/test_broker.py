@@ -15,6 +15,7 @@ from lakehouse_assets.sample_data import Message, produce
 from resources.kafka import KafkaResource
 
 
+@pytest.mark.services  # starts a broker of its own
 def test_records_outlive_a_restart_on_the_same_folder(tmp_path: Path) -> None:
     data = tmp_path / "kafka"
     with EmbeddedBroker(data_dir=data) as first:
@@ -35,6 +36,7 @@ def test_records_outlive_a_restart_on_the_same_folder(tmp_path: Path) -> None:
     assert ends == {("bpm", 0): 7}
 
 
+@pytest.mark.services  # starts a broker of its own
 def test_a_temporary_broker_leaves_no_folder_behind() -> None:
     broker = EmbeddedBroker()
     try:

@@ -196,6 +196,7 @@ def start_local_spark_in_a_child(
     return subprocess.run(command, capture_output=True, text=True, env=env)
 
 
+@pytest.mark.services  # starts a local Spark driver
 def test_a_local_driver_jvm_starts_from_the_installed_archive_which_fits_this_jdk() -> None:
     assert DEFAULT_ARCHIVE.is_file(), "no class archive: `make install` writes it"
     # -Xshare:on makes an archive the JVM cannot use an error instead of a warning.
@@ -219,6 +220,7 @@ def test_every_connect_server_maps_the_archive_with_a_late_c2_unless_told_otherw
     assert SparkConnectServer(conf=own, java_options="-XX:+UseParallelGC").conf == own
 
 
+@pytest.mark.services  # starts a local Spark driver
 def test_an_unusable_archive_costs_time_not_the_run(tmp_path: Path) -> None:
     stale = tmp_path / "stale.jsa"
     stale.write_bytes(b"not a class archive")

@@ -21,6 +21,7 @@ from typing import Any
 
 import dagster as dg
 import psycopg2
+import pytest
 from pyspark.sql import SparkSession
 
 from lakehouse_assets.cdc_demo import (
@@ -40,6 +41,8 @@ from lakehouse_assets.devtools.postgres import PostgresServer
 from lakehouse_assets.sources.assets import source_assets
 from lakehouse_assets.sources.declarations import load_declaration
 from resources import ENV_KAFKA_BOOTSTRAP_SERVERS, LakeResource
+
+pytestmark = pytest.mark.external  # Debezium's connector on Kafka Connect
 
 HISTORY = f"{TABLE}_history"  # the same topic as cdc-scd2
 COLUMNS = ["id", "name", "note", "balance", "ratio", "born", "seen", "seen_tz", "doc", "active",
