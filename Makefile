@@ -7,8 +7,8 @@ STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: install chromium postgresql test-services run test test-connect test-faults \
-	test-first-lane test-second-lane test-own-stacks test-local test-quick lint broker spark-server dev up \
-	bench clean
+	test-first-lane test-second-lane test-own-stacks test-local test-quick lint broker spark-server \
+	dev up bench clean
 
 install: $(STAMP)
 

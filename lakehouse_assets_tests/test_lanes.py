@@ -5,12 +5,20 @@ from __future__ import annotations
 
 import itertools
 import re
+import tomllib
 from pathlib import Path
 
 from _pytest.mark.expression import Expression  # pytest's own parser of `-m`
 
-MAKEFILE = (Path(__file__).parents[1] / "Makefile").read_text()
-MARKERS = ("services", "external", "faults", "own_stack", "local_spark")
+REPO_ROOT = Path(__file__).parents[1]
+MAKEFILE = (REPO_ROOT / "Makefile").read_text()
+# The markers pyproject.toml declares (--strict-markers refuses any other).
+MARKERS = tuple(
+    line.split(":", 1)[0]
+    for line in tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["tool"]["pytest"][
+        "ini_options"
+    ]["markers"]
+)
 
 
 def selection(target: str) -> Expression:

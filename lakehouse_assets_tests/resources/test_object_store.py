@@ -38,6 +38,7 @@ from resources import LakeResource, checkpoints, files, object_store
 from resources.object_store import LakeRootUnreachable
 
 pytestmark = pytest.mark.external  # an S3 endpoint
+
 GYM_ASSET = next(a for a in bronze_landing_assets if a.key == asset_key(BRONZE, LANDING_GYM_LOGINS))
 
 
