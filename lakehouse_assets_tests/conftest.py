@@ -39,18 +39,16 @@ SPARK_MODE = os.environ.get("LAKEHOUSE_TEST_SPARK", "connect")
 os.environ.setdefault("LAKEHOUSE_PROFILE", "off")
 # The session's server computes expressions interpreted instead of compiling code for each query:
 # the tests' tables hold a few hundred rows, where generating and compiling a query's code costs
-# more than running it (the sample graph in 0.78x the time on a new server and on a warm one,
-# benchmarks/spark_settings.py with these settings). They are Spark's internal settings, not
-# meant for real volumes. The fault matrix and the UI path use them too; the standalone cluster
-# (the demo's and the Dagster CLI's graphs, gold against the oracle), the local lane and
-# `make run` keep generated code, so CI runs both.
+# more than running it (benchmarks/spark_settings.py compares the sample graph with and without
+# them). They are Spark's internal settings, not meant for real volumes. The fault matrix and
+# the UI path use them too; the standalone cluster (the demo's and the Dagster CLI's graphs, gold
+# against the oracle), the local lane and `make run` keep generated code, so CI runs both.
 INTERPRETED: dict[str, str] = {
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
 }
 # The session's server (and the UI path's) collects garbage with the parallel collector instead of
-# G1, the JDK's default, whose concurrent marking the server's growing heap keeps busy (commit
-# d0c8dd3 has the figures).
+# G1, the JDK's default, whose concurrent marking the server's growing heap keeps busy.
 TEST_SERVER_JAVA = "-XX:+UseParallelGC"
 
 

@@ -44,7 +44,7 @@ class KafkaResource(dg.ConfigurableResource):
     )
     max_records_per_trigger: int = Field(
         # Each micro-batch pays about a second of planning, Delta's commit and checkpoint files:
-        # batches of millions keep that small beside the batch's own work (commit e4756c3).
+        # batches of millions keep that small beside the batch's own work.
         default=2_000_000,
         description="Upper bound of records per micro-batch (Spark's maxOffsetsPerTrigger): "
         "bounds a batch's work, and what a run killed in the middle of one does again.",

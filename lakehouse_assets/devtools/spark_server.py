@@ -35,8 +35,8 @@ SERVER_DEFAULTS: dict[str, str] = {
 }
 # The JIT's optimizing tier (C2) takes a method after 8x the JDK's default calls and loop turns.
 # A server runs many short queries of different shapes: their planning code is warm, seldom hot,
-# and compiling it with C2 took a third of the server's CPU (commit 3c83417 has the figures).
-# Code that is hot, a task's loop over many rows, reaches these thresholds in moments.
+# and C2 spends its CPU compiling code that never repays it. Code that is hot, a task's loop over
+# many rows, reaches these thresholds in moments.
 LATE_C2_OPTIONS = (
     "-XX:Tier4InvocationThreshold=40000 -XX:Tier4MinInvocationThreshold=4800 "
     "-XX:Tier4CompileThreshold=120000 -XX:Tier4BackEdgeThreshold=320000"
@@ -117,13 +117,10 @@ class SparkConnectServer(LocalService):
         self.host = host
         self.master = master
         self.conf = dict(conf or {})
-        # The driver maps Spark's classes from the installed class archive when there is one
-        # (it starts in 2.3 s instead of 6.2 s) and keeps the full JIT, C2 later than the JDK's
-        # default (``LATE_C2_OPTIONS``): the JIT's quick tier alone saves CPU on a run of
-        # seconds, but a server works for minutes, where C2 repays itself: the demo's graph took
-        # 169 s instead of 216 s (one run each), the test session's graph runs 33-42 s instead
-        # of 46-61 s once warm, and the tests of ``sources/`` and ``silver/`` 559 s instead of
-        # 830 s, the server's CPU 732 s instead of 1,171 s (one run each).
+        # The driver maps Spark's classes from the installed class archive when there is one (a
+        # faster start) and keeps the full JIT with C2 later than the JDK's default
+        # (``LATE_C2_OPTIONS``): the quick tier alone suits a run of seconds, but a server works
+        # for minutes, long enough for C2 to repay itself.
         archive = quick_start_options(DEFAULT_ARCHIVE, quick_jit=False)
         options = " ".join(filter(None, [archive, LATE_C2_OPTIONS, java_options]))
         self.conf.setdefault("spark.driver.extraJavaOptions", options)
