@@ -63,8 +63,8 @@ import pyarrow as pa  # noqa: E402
 import pyarrow.compute as pc  # noqa: E402
 from deltalake import DeltaTable, write_deltalake  # noqa: E402
 
-from lakehouse_assets.demo import step_seconds  # noqa: E402
 from lakehouse_assets.devtools.broker import EmbeddedBroker  # noqa: E402
+from lakehouse_assets.devtools.demo import step_seconds  # noqa: E402
 from lakehouse_assets.devtools.spark_server import SparkConnectServer  # noqa: E402
 from lakehouse_assets.profiling.store import ENV_PROFILE, profile_mode  # noqa: E402
 from lakehouse_assets.sources.assets import source_assets  # noqa: E402

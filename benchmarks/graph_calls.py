@@ -178,9 +178,9 @@ def main() -> None:
     from pyspark.sql.connect.client.core import SparkConnectClient
 
     from benchmarks.spark_settings import tree_cpu_s
-    from lakehouse_assets import sample_data
-    from lakehouse_assets.demo import materialize_graph
+    from lakehouse_assets.devtools import sample_data
     from lakehouse_assets.devtools.broker import EmbeddedBroker
+    from lakehouse_assets.devtools.demo import materialize_graph
     from lakehouse_assets.devtools.spark_server import SparkConnectServer
     from resources import build_resources
 

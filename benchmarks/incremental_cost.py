@@ -42,9 +42,9 @@ if str(REPO_ROOT) not in sys.path:
 
 import dagster as dg  # noqa: E402
 
-from lakehouse_assets import sample_data  # noqa: E402
-from lakehouse_assets.demo import materialize_graph, step_seconds  # noqa: E402
+from lakehouse_assets.devtools import sample_data  # noqa: E402
 from lakehouse_assets.devtools.broker import EmbeddedBroker  # noqa: E402
+from lakehouse_assets.devtools.demo import materialize_graph, step_seconds  # noqa: E402
 from lakehouse_assets.devtools.spark_server import SparkConnectServer  # noqa: E402
 from resources import ENV_SPARK_REMOTE, build_resources  # noqa: E402
 

@@ -36,8 +36,8 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 from lakehouse_assets.devtools.broker import EmbeddedBroker  # noqa: E402
+from lakehouse_assets.devtools.sample_data import Message, produce  # noqa: E402
 from lakehouse_assets.devtools.spark_server import SparkConnectServer  # noqa: E402
-from lakehouse_assets.sample_data import Message, produce  # noqa: E402
 from resources import ENV_SPARK_REMOTE  # noqa: E402
 
 USER_ID, DEVICE_ID = 1, 1001

@@ -42,8 +42,8 @@ if str(REPO_ROOT) not in sys.path:
 import dagster as dg  # noqa: E402
 import psycopg2  # noqa: E402
 
-from lakehouse_assets.demo import step_seconds  # noqa: E402
 from lakehouse_assets.devtools.broker import EmbeddedBroker  # noqa: E402
+from lakehouse_assets.devtools.demo import step_seconds  # noqa: E402
 from lakehouse_assets.devtools.postgres import PostgresServer  # noqa: E402
 from lakehouse_assets.devtools.spark_server import SparkConnectServer  # noqa: E402
 from lakehouse_assets.sources.assets import source_assets  # noqa: E402

@@ -172,7 +172,7 @@ def run(home: Path, lake: Path, args: argparse.Namespace) -> None:
     servers = json.loads((home / "services.json").read_text())["environment"][
         "KAFKA_BOOTSTRAP_SERVERS"
     ]
-    from lakehouse_assets.sample_data import produce
+    from lakehouse_assets.devtools.sample_data import produce
 
     (lake / "landing" / "registered_users").mkdir(parents=True)
     (lake / "landing" / "registered_users" / "users.csv").write_text(REGISTRATION)

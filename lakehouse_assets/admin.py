@@ -127,8 +127,8 @@ def produce_sample(users: int, days: int) -> None:
     gold's automation keeps up to date by itself)."""
     from datetime import timedelta
 
-    from lakehouse_assets import sample_data
     from lakehouse_assets.constants import LANDING_DIR
+    from lakehouse_assets.devtools import sample_data
     from resources import CalendarResource
 
     last = CalendarResource(as_of_date=os.environ.get(ENV_AS_OF_DATE) or None).today()

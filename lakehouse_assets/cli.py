@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lakehouse_assets.admin import migrate, produce_sample, profile, sources
-from lakehouse_assets.demo import demo
 from lakehouse_assets.devtools.broker import (
     DEFAULT_BROKER_PORT,
     EmbeddedBroker,
     EmbeddedBrokerError,
 )
+from lakehouse_assets.devtools.demo import demo
 from lakehouse_assets.devtools.kafka_connect import KafkaConnectError
 from lakehouse_assets.devtools.postgres import PostgresServerError
 from lakehouse_assets.devtools.service import LocalService, local_service
@@ -163,7 +163,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         elif args.command == "sources":
             sources()
         elif args.command == "cdc-demo":
-            from lakehouse_assets.cdc_demo import cdc_demo
+            from lakehouse_assets.devtools.cdc_demo import cdc_demo
 
             cdc_demo()
         elif args.command == "profile":

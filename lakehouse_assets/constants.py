@@ -49,6 +49,8 @@ GOLD_TABLES: Final = (WORKOUT_BPM_SUMMARY, GYM_SUMMARY)
 # Silver tables that grow with time are partitioned by DATE, the UTC date of one of their columns,
 # so that a run's merges and reads touch only the days its changes span.
 DATE: Final = "date"
+# Bronze Kafka tables are partitioned by the UTC date of the Kafka record timestamp.
+KAFKA_BRONZE_PARTITION: Final = DATE
 DATED_BY: Final = {
     HEART_RATE: "time", WORKOUTS: "time", GYM_LOGS: "login", COMPLETED_WORKOUTS: "start_time",
     WORKOUT_BPM: "start_time",

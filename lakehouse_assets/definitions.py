@@ -1,5 +1,6 @@
 """The one Definitions object of the lakehouse: the fitness pipeline and the declared sources."""
 
+import functools
 import logging
 from collections.abc import Sequence
 
@@ -34,6 +35,7 @@ from lakehouse_assets.sources.declarations import (
     load_declarations,
     sources_dir,
 )
+from lakehouse_assets.sources.route_assets import routed_tables
 from resources import build_resources
 
 log = logging.getLogger(__name__)
@@ -51,7 +53,8 @@ def lakehouse_definitions(sources: Sequence[SourceDeclaration] = ()) -> dg.Defin
         for layer, tables in source_tables(source).items():
             extra_tables.setdefault(layer, []).extend(tables)
     routed = [source.name for source in sources if source.mode == ROUTE]
-    maintenance_jobs, maintenance_schedules = maintenance_definitions(extra_tables, routed)
+    listers = [functools.partial(routed_tables, source=name) for name in routed]
+    maintenance_jobs, maintenance_schedules = maintenance_definitions(extra_tables, listers)
     profiles = profile_job(
         {layer: [*tables, *extra_tables.get(layer, ())] for layer, tables in LAYER_TABLES.items()}
     )

@@ -41,12 +41,12 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from lakehouse_assets.bronze.transforms import KAFKA_BRONZE_PARTITION
 from lakehouse_assets.constants import (
     BRONZE,
     CHECKPOINTS_DIR,
     GOLD,
     GYM_LOGS,
+    KAFKA_BRONZE_PARTITION,
     KAFKA_TOPICS,
     LANDING_COLUMNS,
     LANDING_GYM_LOGINS,
@@ -58,7 +58,7 @@ from lakehouse_assets.constants import (
     stream_name,
 )
 from lakehouse_assets.profiling.store import PROFILES
-from lakehouse_assets.silver.validation import joined_line
+from lakehouse_assets.validation import joined_line
 from resources import LakeResource, checkpoints, delta, delta_log
 from resources.kafka import HEADERS_SQL_TYPE
 

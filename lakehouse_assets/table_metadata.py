@@ -2,8 +2,9 @@
 description of every column, each column's nulls and bounds from the Delta log
 (``profiling.file_stats``), the column lineage, and where the code that computes it lives.
 
-The descriptions and lineage live next to each layer's transforms (``<layer>/columns.py``); the
-column types come from the Delta table itself, so they are always the table's own.
+The descriptions and lineage are the pipeline's, given by each asset (the fitness tables' live
+next to each layer's transforms, ``<layer>/columns.py``); the column types come from the Delta
+table itself, so they are always the table's own.
 """
 
 import inspect
@@ -15,25 +16,13 @@ import dagster as dg
 import pyarrow as pa
 from deltalake import DeltaTable
 
-from lakehouse_assets.bronze import columns as bronze_columns
-from lakehouse_assets.constants import BRONZE, GOLD, SILVER, asset_key
-from lakehouse_assets.gold import columns as gold_columns
+from lakehouse_assets.constants import asset_key
 from lakehouse_assets.profiling.file_stats import statistics_metadata
-from lakehouse_assets.silver import columns as silver_columns
 from resources import LakeResource
 
 # Code references are a beta API of Dagster's, warned about at every use: known and chosen.
 warnings.filterwarnings("ignore", message=r".*CodeReference", category=dg.BetaWarning)
 
-DESCRIPTIONS: dict[str, Mapping[str, Mapping[str, str]]] = {
-    BRONZE: bronze_columns.DESCRIPTIONS,
-    SILVER: silver_columns.DESCRIPTIONS,
-    GOLD: gold_columns.DESCRIPTIONS,
-}
-LINEAGE: dict[str, Mapping[str, Mapping[str, tuple[tuple[str, str, str], ...]]]] = {
-    SILVER: silver_columns.LINEAGE,
-    GOLD: gold_columns.LINEAGE,
-}
 Column = tuple[str, str, str]  # layer, table, column
 
 
@@ -85,21 +74,20 @@ def table_metadata(
     lake: LakeResource,
     layer: str,
     table: str,
-    descriptions: Mapping[str, str] | None = None,
+    descriptions: Mapping[str, str],
     otherwise: str | None = None,
+    lineage: Mapping[str, tuple[Column, ...]] | None = None,
 ) -> dict[str, Any]:
     """A materialization's table metadata: row count, location and Delta version (the lake's),
-    the column schema with descriptions (``descriptions``, else the layer's own; ``otherwise``
-    for the columns they do not name), the columns' statistics from the log and the column
-    lineage where the layer declares it."""
+    the column schema with ``descriptions`` (``otherwise`` for the columns they do not name),
+    the columns' statistics from the log and, where given, the column ``lineage``."""
     snapshot = lake.find(layer, table)  # one read of the Delta log for all of the metadata
     metadata = lake.table_metadata(layer, table, snapshot)
     if snapshot is None:
         return metadata
-    described = descriptions if descriptions is not None else DESCRIPTIONS[layer].get(table, {})
-    metadata["dagster/column_schema"] = column_schema(snapshot, described, otherwise)
+    metadata["dagster/column_schema"] = column_schema(snapshot, descriptions, otherwise)
     metadata.update(statistics_metadata(pa.table(snapshot.get_add_actions(flatten=True))))
-    if lineage := LINEAGE.get(layer, {}).get(table):
+    if lineage:
         metadata["dagster/column_lineage"] = column_lineage(lineage)
     return metadata
 

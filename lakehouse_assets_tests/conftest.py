@@ -25,12 +25,12 @@ from kafka import KafkaAdminClient
 from kafka.errors import UnknownTopicOrPartitionError
 from pyspark.sql import SparkSession
 
-from lakehouse_assets import sample_data
+from lakehouse_assets.devtools import sample_data
 from lakehouse_assets.devtools.broker import EmbeddedBroker
 from lakehouse_assets.devtools.postgres import PostgresServer
 from lakehouse_assets.devtools.s3_endpoint import S3Endpoint
+from lakehouse_assets.devtools.sample_data import Message
 from lakehouse_assets.devtools.spark_server import SparkConnectServer
-from lakehouse_assets.sample_data import Message
 from resources import ENV_SPARK_REMOTE, SparkResource, build_resources
 
 SPARK_MODE = os.environ.get("LAKEHOUSE_TEST_SPARK", "connect")

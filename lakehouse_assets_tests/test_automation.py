@@ -13,7 +13,6 @@ from typing import Any
 import dagster as dg
 import pytest
 
-from lakehouse_assets import sample_data
 from lakehouse_assets.constants import (
     COMPLETED_WORKOUTS,
     GOLD,
@@ -26,6 +25,7 @@ from lakehouse_assets.constants import (
     asset_key,
 )
 from lakehouse_assets.definitions import all_assets
+from lakehouse_assets.devtools import sample_data
 from lakehouse_assets.devtools.broker import EmbeddedBroker
 from lakehouse_assets.profiling.store import ENV_PROFILE
 from lakehouse_assets.sensors.streams import stream_sensors

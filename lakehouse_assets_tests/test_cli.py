@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from pyarrow.fs import FileSelector
 
-from lakehouse_assets.demo import DEMO_MARKER, prepare_demo_lake
+from lakehouse_assets.devtools.demo import DEMO_MARKER, prepare_demo_lake
 from resources import files, object_store
 
 REPO_ROOT = Path(__file__).parents[1]

@@ -16,11 +16,14 @@ import dagster as dg
 import pytest
 from pyspark.sql import SparkSession
 
-from lakehouse_assets import sample_data
+from lakehouse_assets.bronze.columns import KAFKA_RECORD, LANDING_LINE
 from lakehouse_assets.constants import (
+    BRONZE,
     COMPLETED_WORKOUTS,
     GOLD,
     GYM_SUMMARY,
+    KAFKA_TOPICS,
+    LANDING_COLUMNS,
     QUARANTINE_SUFFIX,
     SILVER,
     USER_BINS,
@@ -28,14 +31,23 @@ from lakehouse_assets.constants import (
 )
 from lakehouse_assets.constants import WORKOUT_BPM_SUMMARY as BPM_SUMMARY
 from lakehouse_assets.definitions import all_assets, defs
-from lakehouse_assets.demo import materialize_graph, silver_days
+from lakehouse_assets.devtools import sample_data
 from lakehouse_assets.devtools.broker import EmbeddedBroker
+from lakehouse_assets.devtools.demo import materialize_graph, silver_days
+from lakehouse_assets.gold import columns as gold_columns
+from lakehouse_assets.silver import columns as silver_columns
 from lakehouse_assets.silver.parsed import PARSED_TABLES
-from lakehouse_assets.table_metadata import DESCRIPTIONS
 from lakehouse_assets_tests import fitness_oracle as oracle
 from resources import CalendarResource, LakeResource
 
 AS_OF = date(2026, 11, 21)
+# What each table's columns hold, by layer and table.
+DESCRIPTIONS = {
+    BRONZE: {topic: KAFKA_RECORD for topic in KAFKA_TOPICS}
+    | {source: LANDING_LINE for source in LANDING_COLUMNS},
+    SILVER: silver_columns.DESCRIPTIONS,
+    GOLD: gold_columns.DESCRIPTIONS,
+}
 BATCHES = (
     {"users": 6, "days": 2, "first_day": date(2026, 11, 1), "seed": 11},
     {"users": 6, "days": 2, "first_day": date(2026, 11, 3), "seed": 12},

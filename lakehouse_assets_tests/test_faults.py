@@ -34,7 +34,6 @@ import dagster as dg
 import pytest
 from deltalake import DeltaTable
 
-from lakehouse_assets import sample_data
 from lakehouse_assets.constants import (
     BRONZE,
     GOLD,
@@ -44,6 +43,7 @@ from lakehouse_assets.constants import (
     SILVER,
     WORKOUT_BPM_SUMMARY,
 )
+from lakehouse_assets.devtools import sample_data
 from lakehouse_assets.devtools.service import free_port
 from lakehouse_assets_tests.conftest import INTERPRETED
 from lakehouse_assets_tests.test_end_to_end import assert_reports_match

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, date, datetime
 
-from lakehouse_assets.sample_data import LandingFile, Message, SampleData
+from lakehouse_assets.devtools.sample_data import LandingFile, Message, SampleData
 from lakehouse_assets_tests import fitness_oracle as oracle
 
 NOV1 = 1_793_491_200

@@ -37,10 +37,10 @@ from lakehouse_assets.constants import (
     asset_key,
     stream_name,
 )
-from lakehouse_assets.demo import materialize_graph
 from lakehouse_assets.devtools.broker import EmbeddedBroker
+from lakehouse_assets.devtools.demo import materialize_graph
+from lakehouse_assets.devtools.sample_data import LandingFile, Message, produce
 from lakehouse_assets.migrations import OutdatedTableError
-from lakehouse_assets.sample_data import LandingFile, Message, produce
 from lakehouse_assets.silver.assets import silver_assets
 from lakehouse_assets.silver.parsed import PARSED_TABLES
 from lakehouse_assets_tests.bronze.helpers import BPM_ASSET, HEART_RATE_ASSET

@@ -14,9 +14,9 @@ import psycopg2
 import pytest
 from pyspark.sql import SparkSession
 
-from lakehouse_assets import sample_data
 from lakehouse_assets.constants import BRONZE, LANDING_REGISTERED_USERS, SILVER, USERS, asset_key
 from lakehouse_assets.definitions import all_assets
+from lakehouse_assets.devtools import sample_data
 from lakehouse_assets.devtools.postgres import PostgresServer
 from lakehouse_assets_tests import fitness_oracle as oracle
 

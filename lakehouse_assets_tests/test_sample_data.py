@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from lakehouse_assets import sample_data
-from lakehouse_assets.sample_data import LandingFile, SampleData, generate, write_landing
+from lakehouse_assets.devtools import sample_data
+from lakehouse_assets.devtools.sample_data import LandingFile, SampleData, generate, write_landing
 from lakehouse_assets_tests import fitness_oracle as oracle
 
 THREE_HOURS = 3 * 3600

@@ -25,8 +25,8 @@ from urllib.request import urlopen
 
 import pytest
 
-from lakehouse_assets import sample_data
 from lakehouse_assets.constants import BRONZE, GOLD, GYM_SUMMARY, KAFKA_TOPICS, WORKOUT_BPM_SUMMARY
+from lakehouse_assets.devtools import sample_data
 from lakehouse_assets.devtools.spark_server import SparkConnectServer
 from lakehouse_assets.devtools.standalone import standalone_cluster
 from lakehouse_assets_tests.test_end_to_end import AS_OF, assert_reports_match, gold_rows

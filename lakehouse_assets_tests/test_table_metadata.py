@@ -11,6 +11,7 @@ from deltalake import write_deltalake
 from lakehouse_assets.constants import GOLD, GYM_SUMMARY, SILVER, asset_key
 from lakehouse_assets.definitions import defs
 from lakehouse_assets.gold import transforms as gold_transforms
+from lakehouse_assets.gold.columns import DESCRIPTIONS, LINEAGE
 from lakehouse_assets.table_metadata import code_references, table_metadata
 from resources import LakeResource
 
@@ -30,7 +31,9 @@ def test_the_column_schema_has_the_tables_types_and_the_layers_descriptions(
 ) -> None:
     lake = LakeResource(root=str(tmp_path))
     write_deltalake(lake.table_uri(GOLD, GYM_SUMMARY), GYM_SUMMARY_ROWS)
-    metadata = table_metadata(lake, GOLD, GYM_SUMMARY)
+    metadata = table_metadata(
+        lake, GOLD, GYM_SUMMARY, DESCRIPTIONS[GYM_SUMMARY], lineage=LINEAGE[GYM_SUMMARY]
+    )
     schema = metadata["dagster/column_schema"]
     assert [(c.name, c.type) for c in schema.columns] == [
         ("gym", "string"),
@@ -62,7 +65,7 @@ def test_nested_types_and_columns_without_a_description(tmp_path: Path) -> None:
 
 
 def test_a_table_not_written_yet_has_no_column_schema(tmp_path: Path) -> None:
-    metadata = table_metadata(LakeResource(root=str(tmp_path)), GOLD, GYM_SUMMARY)
+    metadata = table_metadata(LakeResource(root=str(tmp_path)), GOLD, GYM_SUMMARY, {})
     assert metadata["dagster/row_count"] == 0 and "dagster/column_schema" not in metadata
 
 

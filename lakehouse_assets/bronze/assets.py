@@ -2,14 +2,14 @@
 availableNow stream, exactly once."""
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import dagster as dg
 from pyspark.sql import DataFrame
 
+from lakehouse_assets.bronze.columns import KAFKA_RECORD, LANDING_LINE
 from lakehouse_assets.bronze.transforms import (
-    KAFKA_BRONZE_PARTITION,
     kafka_to_bronze,
     landing_to_bronze,
 )
@@ -17,6 +17,7 @@ from lakehouse_assets.constants import (
     BRONZE,
     CHECKPOINTS_DIR,
     FITNESS_OWNERS,
+    KAFKA_BRONZE_PARTITION,
     KAFKA_TOPICS,
     LANDING_COLUMNS,
     LANDING_DIR,
@@ -111,11 +112,12 @@ def run_bronze_stream(
     lake: LakeResource,
     table: str,
     source: Callable[[], DataFrame],
+    descriptions: Mapping[str, str],
     partition_by: Sequence[str] = (),
     caught_up: Callable[[str], bool] = lambda checkpoint: False,
 ) -> tuple[StreamRun, dict[str, Any]]:
     """Run ``source`` (bronze rows) into ``bronze.<table>`` until caught up; returns the run
-    and its metadata.
+    and its metadata (``descriptions``: what each column holds).
 
     When ``caught_up(checkpoint)`` says the checkpoint already holds everything the source has,
     the stream is not started: a run that finds nothing new (as sensor runs often do) costs no
@@ -145,7 +147,7 @@ def run_bronze_stream(
         f"skipped already-committed batches {run.batches_skipped}"
     )
     metadata = {
-        **table_metadata(lake, BRONZE, table),
+        **table_metadata(lake, BRONZE, table, descriptions),
         "rows_written": run.rows_written,
         "batches_committed": len(run.batches_committed),
         "batches_skipped": dg.MetadataValue.json(run.batches_skipped),
@@ -199,6 +201,7 @@ def kafka_bronze_asset(
             lambda: kafka_to_bronze(
                 kafka.read_stream(spark.get_session(), topics, starting, pattern)
             ),
+            KAFKA_RECORD,
             [KAFKA_BRONZE_PARTITION],
             caught_up=lambda checkpoint: kafka_caught_up(checkpoint, log_ends),
         )
@@ -243,6 +246,7 @@ def landing_bronze_asset(source: str) -> dg.AssetsDefinition:
             lake,
             source,
             lambda: landing_to_bronze(lake.read_lines_stream(spark.get_session(), folder)),
+            LANDING_LINE,
             caught_up=lambda checkpoint: landing_caught_up(checkpoint, lake.path(*folder)),
         )
         return dg.MaterializeResult(metadata=metadata)

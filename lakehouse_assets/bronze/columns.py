@@ -1,6 +1,5 @@
-"""What each column of the bronze tables holds (the tables' column schema in the Dagster UI)."""
-
-from lakehouse_assets.constants import KAFKA_TOPICS, LANDING_COLUMNS
+"""What each column of a bronze table holds (its column schema in the Dagster UI): a Kafka
+topic's records as Spark's Kafka source gives them, or a landing folder's lines."""
 
 KAFKA_RECORD = {
     "key": "The record's key, as the bytes delivered (null for a record without a key).",
@@ -20,9 +19,4 @@ LANDING_LINE = {
     "header line included).",
     "source_file": "The landing file the line comes from.",
     "ingested_at": "When the micro-batch that read the file ran (UTC).",
-}
-
-DESCRIPTIONS: dict[str, dict[str, str]] = {
-    **{topic: KAFKA_RECORD for topic in KAFKA_TOPICS},
-    **{source: LANDING_LINE for source in LANDING_COLUMNS},
 }

@@ -5,8 +5,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-# Bronze Kafka tables are partitioned by the UTC date of the Kafka record timestamp.
-KAFKA_BRONZE_PARTITION = "date"
+from lakehouse_assets.constants import KAFKA_BRONZE_PARTITION
 
 
 def kafka_to_bronze(records: DataFrame, ingested_at: Column | None = None) -> DataFrame:

@@ -15,7 +15,6 @@ from lakehouse_assets.checks.rules import (
     PRIMARY_KEY_NOT_NULL,
     PRIMARY_KEY_UNIQUE,
     QUARANTINE_RATE,
-    RULES,
     TableRules,
     quarantine_warn_rate,
 )
@@ -52,11 +51,6 @@ def check_specs(key: dg.AssetKey, rules: TableRules | None) -> list[dg.AssetChec
     ]
 
 
-def table_check_specs(layer: str, table: str) -> list[dg.AssetCheckSpec]:
-    """The asset checks of a fitness table (``checks.rules.RULES``); none for tables without."""
-    return check_specs(asset_key(layer, table), RULES.get((layer, table)))
-
-
 def _markdown(sample: list[dict[str, Any]]) -> str:
     columns = list(sample[0])
     lines = ["| " + " | ".join(columns) + " |", "|" + " --- |" * len(columns)]
@@ -84,19 +78,18 @@ def check_results(
     spark: SparkSession,
     layer: str,
     table: str,
-    rules: TableRules | None = None,
+    rules: TableRules | None,
     written: PartitionFilters | None = None,
     batch: DataFrame | None = None,
 ) -> list[dg.AssetCheckResult]:
-    """The checks of ``<layer>.<table>`` evaluated on its current snapshot (``rules``: the
-    fitness table's own when not given); none when it has no rules or does not exist.
+    """The checks of ``<layer>.<table>`` evaluated on its current snapshot; none when it has no
+    ``rules``.
 
     With ``batch`` (``written_rows``: rows the run wrote that stand for the table) the rules are
     counted on it, and when none fails on it none fails on the table: the table is read only to
     count and show a failure. With ``written`` (the day partitions a run wrote: ``checked_days``)
     and rules whose key fixes the day, only those partitions are read, so a check's cost follows
     the run's data."""
-    rules = rules if rules is not None else RULES.get((layer, table))
     if rules is None or not rules.check_names():
         return []
     key = asset_key(layer, table)

@@ -1,6 +1,7 @@
-"""The data-quality rules of each table, in one place: its primary key (unique, not null), the
-values a column accepts, and the conditions every row must meet. Each rule becomes a Dagster asset
-check of the table's asset (``checks/results.py``); the rules themselves are plain data.
+"""What a table's data-quality rules are: its primary key (unique, not null), the values a column
+accepts, and the conditions every row must meet. Each pipeline declares its tables' rules beside
+them (``silver/rules.py``, ``gold/rules.py``, ``sources/rules.py``); each rule becomes a Dagster
+asset check of the table's asset (``checks/results.py``); the rules themselves are plain data.
 """
 
 from __future__ import annotations
@@ -9,32 +10,10 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from lakehouse_assets.constants import (
-    COMPLETED_WORKOUTS,
-    GOLD,
-    GYM_LOGS,
-    GYM_SUMMARY,
-    HEART_RATE,
-    SILVER,
-    USER_BINS,
-    USER_PROFILE,
-    USERS,
-    WORKOUT_BPM,
-    WORKOUT_BPM_SUMMARY,
-    WORKOUTS,
-)
-from lakehouse_assets.gold.transforms import GYM_KEYS
-from lakehouse_assets.silver.transforms import AGE_BINS, MAX_WORKOUT, WORKOUT_KEYS
-from lakehouse_assets.sources.cdc import IS_CURRENT, VALID_FROM
-from lakehouse_assets.sources.declarations import SourceDeclaration
-
 ENV_QUARANTINE_WARN_RATE = "LAKEHOUSE_QUARANTINE_WARN_RATE"
 QUARANTINE_RATE = "quarantine_rate"
 PRIMARY_KEY_UNIQUE = "primary_key_unique"
 PRIMARY_KEY_NOT_NULL = "primary_key_not_null"
-# A heart rate a wearable can really measure, in beats per minute (the sample data: 40 to 200).
-PLAUSIBLE_BPM = (25, 250)
-AGE_LABELS = (*(label for _, label in AGE_BINS), "95+", "invalid age")
 
 
 @dataclass(frozen=True)
@@ -66,92 +45,6 @@ class TableRules:
         names = [PRIMARY_KEY_UNIQUE, PRIMARY_KEY_NOT_NULL] if self.keys else []
         accepted = [f"accepted_{column}" for column in self.accepted]
         return [*names, *accepted, *self.conditions, *self.unique_where]
-
-
-def _bpm_plausible(column: str, only_valid: bool = False) -> Condition:
-    low, high = PLAUSIBLE_BPM
-    holds = f"{column} BETWEEN {low} AND {high}"
-    return Condition(
-        f"NOT valid OR {holds}" if only_valid else holds,
-        f"`{column}` is a plausible heart rate ({low} to {high} bpm)"
-        + (" where the reading is valid" if only_valid else ""),
-    )
-
-
-RULES: dict[tuple[str, str], TableRules] = {
-    (SILVER, USERS): TableRules(keys=("user_id", "registration_timestamp")),
-    (SILVER, GYM_LOGS): TableRules(
-        keys=("mac_address", "gym", "login"),
-        key_fixes_day=True,  # dated by login
-        conditions={"logout_after_login": Condition("logout > login", "`logout` after `login`")},
-    ),
-    (SILVER, USER_PROFILE): TableRules(keys=("user_id",)),
-    (SILVER, HEART_RATE): TableRules(
-        keys=("device_id", "time"),
-        key_fixes_day=True,  # dated by time
-        conditions={"heartrate_plausible": _bpm_plausible("heartrate", only_valid=True)},
-    ),
-    (SILVER, WORKOUTS): TableRules(
-        keys=(*WORKOUT_KEYS, "action"), accepted={"action": ("start", "stop")}
-    ),
-    (SILVER, COMPLETED_WORKOUTS): TableRules(
-        keys=tuple(WORKOUT_KEYS),
-        conditions={
-            "workout_duration": Condition(
-                f"start_time < end_time AND end_time <= start_time + {MAX_WORKOUT}",
-                "`end_time` after `start_time`, at most 3 hours later",
-            )
-        },
-    ),
-    (SILVER, WORKOUT_BPM): TableRules(
-        keys=(*WORKOUT_KEYS, "time"),
-        # dated by start_time, one per workout: completed_workouts' key, checked on its whole
-        # table (and blocking this one while it fails)
-        key_fixes_day=True,
-        conditions={
-            "heartrate_plausible": _bpm_plausible("heartrate"),
-            "reading_inside_workout": Condition(
-                "start_time < time AND time <= end_time", "`time` within the workout"
-            ),
-        },
-    ),
-    (SILVER, USER_BINS): TableRules(keys=("user_id",), accepted={"age": AGE_LABELS}),
-    (GOLD, WORKOUT_BPM_SUMMARY): TableRules(
-        keys=tuple(WORKOUT_KEYS),
-        key_fixes_day=True,  # dated by start_time, as workout_bpm
-        accepted={"age": AGE_LABELS},
-        conditions={
-            "bpm_ordered": Condition(
-                "min_bpm <= avg_bpm AND avg_bpm <= max_bpm", "`min_bpm <= avg_bpm <= max_bpm`"
-            ),
-            "recordings_positive": Condition("num_recordings > 0", "`num_recordings` above 0"),
-        },
-    ),
-    (GOLD, GYM_SUMMARY): TableRules(
-        keys=tuple(GYM_KEYS),
-        key_fixes_day=True,  # the day is in the key
-        conditions={
-            "minutes_non_negative": Condition(
-                "minutes_in_gym >= 0 AND minutes_exercising >= 0",
-                "`minutes_in_gym` and `minutes_exercising` not negative",
-            )
-        },
-    ),
-}
-
-
-def source_rules(source: SourceDeclaration) -> TableRules:
-    """The rules of a declared source's silver table, from its declaration: the key of its mode
-    (``keys`` for SCD1; ``keys`` and ``valid_from`` for SCD2, with one current version per key;
-    the Kafka key for a latest-per-key mirror; the record's Kafka coordinates for append)."""
-    if source.mode == "cdc-scd1":
-        return TableRules(keys=source.keys)
-    if source.mode == "cdc-scd2":
-        current = {"one_current_version": (source.keys, IS_CURRENT)}
-        return TableRules(keys=(*source.keys, VALID_FROM), unique_where=current)
-    if source.mode == "latest-per-key":
-        return TableRules(keys=("_kafka_key",))
-    return TableRules(keys=("_kafka_topic", "_kafka_partition", "_kafka_offset"))
 
 
 def quarantine_warn_rate(environ: Mapping[str, str] | None = None) -> float:

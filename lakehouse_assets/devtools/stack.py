@@ -160,7 +160,7 @@ class Stack:
     def _prepare_home(self, new_broker: bool) -> None:
         """The instance file and the lake's location; with a new embedded broker, an empty
         start."""
-        from lakehouse_assets.demo import prepare_demo_lake
+        from lakehouse_assets.devtools.demo import prepare_demo_lake
 
         lake = object_store.absolute(self.env.get(ENV_LAKEHOUSE_ROOT) or str(self.home / "lake"))
         object_store.check_root(lake)

@@ -12,11 +12,11 @@ from pyspark.sql import functions as F
 
 from lakehouse_assets.checks.results import (
     check_results,
+    check_specs,
     checked_days,
     not_empty_result,
     not_empty_spec,
     require_upstream_checks_passed,
-    table_check_specs,
     written_rows,
 )
 from lakehouse_assets.constants import (
@@ -37,6 +37,8 @@ from lakehouse_assets.constants import (
     writer_pool,
 )
 from lakehouse_assets.gold import transforms
+from lakehouse_assets.gold.columns import DESCRIPTIONS, LINEAGE
+from lakehouse_assets.gold.rules import RULES
 from lakehouse_assets.gold.transforms import GOLD_PARTITION
 from lakehouse_assets.partitions import daily_partitions, gold_automation
 from lakehouse_assets.profiling.store import profile_after_write
@@ -93,13 +95,19 @@ def _replace_days(
     batch = written_rows(context, key, rows, created)
     return dg.MaterializeResult(
         metadata={
-            **table_metadata(lake, GOLD, table),
+            **table_metadata(lake, GOLD, table, DESCRIPTIONS[table], lineage=LINEAGE[table]),
             "days": f"{first.isoformat()}..{last.isoformat()}",
             **profile_after_write(lake, spark, GOLD, table),
         },
         check_results=[
             *check_results(
-                lake, spark, GOLD, table, written=checked_days(context, key, days), batch=batch
+                lake,
+                spark,
+                GOLD,
+                table,
+                RULES[table],
+                written=checked_days(context, key, days),
+                batch=batch,
             ),
             not_empty_result(lake, key, context.assets_def.asset_deps[key]),
         ],
@@ -117,7 +125,7 @@ def _gold_asset(table: str, transform: Callable[..., DataFrame]) -> dict[str, An
         "group_name": GOLD,
         "kinds": GOLD_KINDS,
         "automation_condition": gold_automation,
-        "check_specs": [*table_check_specs(GOLD, table), not_empty_spec(key)],
+        "check_specs": [*check_specs(key, RULES[table]), not_empty_spec(key)],
         "owners": FITNESS_OWNERS,
         "tags": asset_tags(GOLD, FITNESS),
         "metadata": code_references(transform=transform),

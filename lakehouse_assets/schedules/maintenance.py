@@ -2,7 +2,7 @@
 VACUUM. Each table's files and bytes before and after are recorded as an observation of its
 asset, so the UI shows them beside the table's materializations."""
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import dagster as dg
 from pydantic import Field
@@ -17,10 +17,12 @@ from lakehouse_assets.constants import (
     Z_ORDER,
     asset_key,
 )
-from lakehouse_assets.sources.route_assets import routed_tables
 from resources import LakeResource, SparkResource
 from resources.maintenance import SAFE_RETENTION_HOURS, optimize, vacuum
 
+# The tables a pipeline adds as it runs (a route-by-type source's, one per type it met), as
+# ``(table, asset key, partition)``, listed from the instance's dynamic partitions.
+TableLister = Callable[[dg.DagsterInstance], list[tuple[str, dg.AssetKey, str]]]
 LAYER_TABLES = {BRONZE: BRONZE_TABLES, SILVER: SILVER_TABLES, GOLD: GOLD_TABLES}
 
 
@@ -37,10 +39,10 @@ class MaintenanceConfig(dg.Config):
 
 
 def maintenance_job(
-    layer: str, tables: Sequence[str], routed: Sequence[str] = ()
+    layer: str, tables: Sequence[str], listers: Sequence[TableLister] = ()
 ) -> dg.JobDefinition:
     """The job optimizing and vacuuming every existing table of ``tables`` in ``layer``, and the
-    routed tables of the route-by-type sources ``routed`` (each a partition of their asset)."""
+    tables ``listers`` list when it runs (each a partition of its asset)."""
 
     @dg.op(name=f"maintain_{layer}_tables")
     def maintain(
@@ -50,8 +52,8 @@ def maintenance_job(
         lake: LakeResource,
     ) -> None:
         targets = [(table, asset_key(layer, table), None) for table in tables]
-        for source in routed:
-            targets += routed_tables(context.instance, source)
+        for lister in listers:
+            targets += lister(context.instance)
         for table, key, partition in targets:
             if not lake.exists(layer, table):
                 continue
@@ -82,14 +84,16 @@ def maintenance_job(
 
 
 def maintenance_definitions(
-    extra_tables: Mapping[str, Sequence[str]], routed: Sequence[str] = ()
+    extra_tables: Mapping[str, Sequence[str]], silver_listers: Sequence[TableLister] = ()
 ) -> tuple[dict[str, dg.JobDefinition], list[dg.ScheduleDefinition]]:
     """The maintenance job of each layer (its tables and ``extra_tables``, e.g. of declared
-    sources; silver's also the routed tables of the route-by-type sources ``routed``), and
-    their nightly schedules, running from the start."""
+    sources; silver's also the tables ``silver_listers`` list, e.g. a route-by-type source's),
+    and their nightly schedules, running from the start."""
     jobs = {
         layer: maintenance_job(
-            layer, [*tables, *extra_tables.get(layer, ())], routed if layer == SILVER else ()
+            layer,
+            [*tables, *extra_tables.get(layer, ())],
+            silver_listers if layer == SILVER else (),
         )
         for layer, tables in LAYER_TABLES.items()
     }

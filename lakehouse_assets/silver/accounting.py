@@ -11,7 +11,7 @@ from pyspark.sql import functions as F
 
 from lakehouse_assets.constants import DATE, SILVER
 from lakehouse_assets.silver.layout import layout
-from lakehouse_assets.silver.validation import REASON
+from lakehouse_assets.validation import REASON
 from resources import LakeResource
 
 

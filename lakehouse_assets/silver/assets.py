@@ -6,10 +6,10 @@ from pyspark.sql import functions as F
 
 from lakehouse_assets.checks.results import (
     check_results,
+    check_specs,
     not_empty_result,
     not_empty_spec,
     require_upstream_checks_passed,
-    table_check_specs,
     written_rows,
 )
 from lakehouse_assets.constants import (
@@ -24,9 +24,11 @@ from lakehouse_assets.constants import (
 )
 from lakehouse_assets.profiling.store import profile_after_write
 from lakehouse_assets.silver import transforms
+from lakehouse_assets.silver.columns import DESCRIPTIONS, LINEAGE
 from lakehouse_assets.silver.incremental import SILVER_ASSET, SilverConfig, read_changes
 from lakehouse_assets.silver.layout import dated, days_of, layout, read_days
 from lakehouse_assets.silver.parsed import PARSED_TABLES, parsed_table_asset
+from lakehouse_assets.silver.rules import RULES
 from lakehouse_assets.silver.workout_bpm import workout_bpm
 from lakehouse_assets.table_metadata import code_references, table_metadata
 from resources import CalendarResource, LakeResource, SparkResource
@@ -37,7 +39,7 @@ from resources import CalendarResource, LakeResource, SparkResource
     pool=writer_pool(SILVER, COMPLETED_WORKOUTS),
     deps=[asset_key(SILVER, WORKOUTS)],
     check_specs=[
-        *table_check_specs(SILVER, COMPLETED_WORKOUTS),
+        *check_specs(asset_key(SILVER, COMPLETED_WORKOUTS), RULES[COMPLETED_WORKOUTS]),
         not_empty_spec(asset_key(SILVER, COMPLETED_WORKOUTS)),
     ],
     metadata=code_references(transform=transforms.completed_workouts),
@@ -76,11 +78,19 @@ def completed_workouts(
         batch = written_rows(context, key, rows, created)  # merged by the rules' key
     return dg.MaterializeResult(
         metadata={
-            **table_metadata(lake, SILVER, COMPLETED_WORKOUTS),
+            **table_metadata(
+                lake,
+                SILVER,
+                COMPLETED_WORKOUTS,
+                DESCRIPTIONS[COMPLETED_WORKOUTS],
+                lineage=LINEAGE[COMPLETED_WORKOUTS],
+            ),
             **profile_after_write(lake, session, SILVER, COMPLETED_WORKOUTS),
         },
         check_results=[
-            *check_results(lake, session, SILVER, COMPLETED_WORKOUTS, batch=batch),
+            *check_results(
+                lake, session, SILVER, COMPLETED_WORKOUTS, RULES[COMPLETED_WORKOUTS], batch=batch
+            ),
             not_empty_result(lake, key, [asset_key(SILVER, WORKOUTS)]),
         ],
     )
@@ -91,7 +101,7 @@ def completed_workouts(
     pool=writer_pool(SILVER, USER_BINS),
     deps=[asset_key(SILVER, USER_PROFILE)],
     check_specs=[
-        *table_check_specs(SILVER, USER_BINS),
+        *check_specs(asset_key(SILVER, USER_BINS), RULES[USER_BINS]),
         not_empty_spec(asset_key(SILVER, USER_BINS)),
     ],
     metadata=code_references(transform=transforms.user_bins),
@@ -119,12 +129,14 @@ def user_bins(
         batch = rows  # the whole table
     return dg.MaterializeResult(
         metadata={
-            **table_metadata(lake, SILVER, USER_BINS),
+            **table_metadata(
+                lake, SILVER, USER_BINS, DESCRIPTIONS[USER_BINS], lineage=LINEAGE[USER_BINS]
+            ),
             "as_of_date": as_of.isoformat(),
             **profile_after_write(lake, session, SILVER, USER_BINS),
         },
         check_results=[
-            *check_results(lake, session, SILVER, USER_BINS, batch=batch),
+            *check_results(lake, session, SILVER, USER_BINS, RULES[USER_BINS], batch=batch),
             not_empty_result(lake, key, [asset_key(SILVER, USER_PROFILE)]),
         ],
     )

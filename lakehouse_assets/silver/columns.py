@@ -22,18 +22,8 @@ from lakehouse_assets.constants import (
     WORKOUT_BPM,
     WORKOUTS,
 )
+from lakehouse_assets.validation import QUARANTINE
 
-QUARANTINE = {
-    "source": "Where the record came from: the Kafka topic, or the landing file.",
-    "partition": "The record's Kafka partition (null for a landing file's line).",
-    "offset": "The record's Kafka offset (null for a landing file's line).",
-    "raw": "The rejected record as it came: the Kafka value's bytes, or the line's bytes.",
-    "raw_text": "`raw` shown readably: its text when the bytes are UTF-8, else `hex:` and the "
-    "bytes in hex.",
-    "reason": "Why the record was rejected: the first rule it breaks (e.g. `missing user_id`, "
-    "`wrong type heartrate`, `malformed json`, `not utf-8`).",
-    "ingested_at": "When bronze ingested the record (UTC).",
-}
 DATE = "The UTC date of {}; the table is partitioned by it."
 USER_ID = "The user's id."
 WORKOUT_IDS = {

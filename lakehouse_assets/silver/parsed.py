@@ -15,6 +15,7 @@ from lakehouse_assets.checks.reconciliation import (
 )
 from lakehouse_assets.checks.results import (
     check_results,
+    check_specs,
     checked_days,
     not_empty_result,
     not_empty_spec,
@@ -22,7 +23,6 @@ from lakehouse_assets.checks.results import (
     quarantine_rate_spec,
     reconciliation_result,
     reconciliation_spec,
-    table_check_specs,
     written_rows,
 )
 from lakehouse_assets.checks.transforms import Outcome
@@ -51,14 +51,16 @@ from lakehouse_assets.partitions import silver_automation
 from lakehouse_assets.profiling.store import profile_after_write
 from lakehouse_assets.silver import transforms
 from lakehouse_assets.silver.accounting import accounted_by_the_writes, batch_counts
+from lakehouse_assets.silver.columns import DESCRIPTIONS, LINEAGE
 from lakehouse_assets.silver.incremental import (
     SILVER_KINDS,
     SilverConfig,
     read_changes,
 )
 from lakehouse_assets.silver.layout import dated, days_of, layout, read_days
-from lakehouse_assets.silver.validation import csv_quarantine, kafka_quarantine, valid
+from lakehouse_assets.silver.rules import RULES
 from lakehouse_assets.table_metadata import code_references, table_metadata
+from lakehouse_assets.validation import QUARANTINE, csv_quarantine, kafka_quarantine, valid
 from resources import LakeResource, SparkResource
 from resources.delta_merge import Condition, later
 from resources.lake import Markers
@@ -186,7 +188,7 @@ def parsed_table_asset(spec: ParsedTable) -> dg.AssetsDefinition:
             ),
         ],
         check_specs=[
-            *table_check_specs(SILVER, spec.table),
+            *check_specs(asset_key(SILVER, spec.table), RULES.get(spec.table)),
             reconciliation_spec(table_key, RECONCILED_WITH_BRONZE),
             not_empty_spec(table_key),
             quarantine_rate_spec(quarantine_key),
@@ -247,12 +249,26 @@ def parsed_table_asset(spec: ParsedTable) -> dg.AssetsDefinition:
         yield dg.MaterializeResult(
             asset_key=table_key,
             metadata={
-                **table_metadata(lake, SILVER, spec.table),
+                **table_metadata(
+                    lake,
+                    SILVER,
+                    spec.table,
+                    DESCRIPTIONS[spec.table],
+                    lineage=LINEAGE[spec.table],
+                ),
                 "upstream_version": dg.MetadataValue.text(str(_of(markers))),
                 **profile_after_write(lake, session, SILVER, spec.table),
             },
             check_results=[
-                *check_results(lake, session, SILVER, spec.table, written=written, batch=batch),
+                *check_results(
+                    lake,
+                    session,
+                    SILVER,
+                    spec.table,
+                    RULES.get(spec.table),
+                    written=written,
+                    batch=batch,
+                ),
                 reconciliation_result(table_key, reconciled),
                 not_empty_result(lake, table_key, [upstream]),
             ],
@@ -260,7 +276,13 @@ def parsed_table_asset(spec: ParsedTable) -> dg.AssetsDefinition:
         yield dg.MaterializeResult(
             asset_key=quarantine_key,
             metadata={
-                **table_metadata(lake, SILVER, spec.quarantine_table),
+                **table_metadata(
+                    lake,
+                    SILVER,
+                    spec.quarantine_table,
+                    QUARANTINE,
+                    lineage=LINEAGE[spec.quarantine_table],
+                ),
                 "new_rejects": quarantined,
                 **profile_after_write(lake, session, SILVER, spec.quarantine_table),
             },

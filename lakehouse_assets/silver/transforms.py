@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from lakehouse_assets.silver.validation import JsonField, parse_csv, parse_json
+from lakehouse_assets.validation import JsonField, parse_csv, parse_json
 
 USER_INFO_FIELDS = (
     JsonField("user_id", "integer"),

@@ -14,13 +14,13 @@ from lakehouse_assets.checks.reconciliation import (
 )
 from lakehouse_assets.checks.results import (
     check_results,
+    check_specs,
     checked_days,
     not_empty_result,
     not_empty_spec,
     reconciliation_result,
     reconciliation_spec,
     require_upstream_checks_passed,
-    table_check_specs,
     written_rows,
 )
 from lakehouse_assets.checks.transforms import Outcome
@@ -37,8 +37,10 @@ from lakehouse_assets.constants import (
 )
 from lakehouse_assets.profiling.store import profile_after_write
 from lakehouse_assets.silver import transforms
+from lakehouse_assets.silver.columns import DESCRIPTIONS, LINEAGE
 from lakehouse_assets.silver.incremental import SILVER_ASSET, SilverConfig, read_changes
 from lakehouse_assets.silver.layout import dated, days_of, days_of_each, layout, read_days, spread
+from lakehouse_assets.silver.rules import RULES
 from lakehouse_assets.table_metadata import code_references, table_metadata
 from resources import LakeResource, SparkResource
 
@@ -145,7 +147,7 @@ def _reconcile_readings(upstream: Upstream, days: list[str] | None) -> Outcome:
     pool=writer_pool(SILVER, WORKOUT_BPM),
     deps=WORKOUT_BPM_UPSTREAM,
     check_specs=[
-        *table_check_specs(SILVER, WORKOUT_BPM),
+        *check_specs(asset_key(SILVER, WORKOUT_BPM), RULES[WORKOUT_BPM]),
         reconciliation_spec(asset_key(SILVER, WORKOUT_BPM), READINGS_IN_WORKOUT_BPM),
         not_empty_spec(asset_key(SILVER, WORKOUT_BPM)),
     ],
@@ -211,7 +213,9 @@ def workout_bpm(
     written = [(DATE, "in", changed_days)] if changed_days is not None else None
     return dg.MaterializeResult(
         metadata={
-            **table_metadata(lake, SILVER, WORKOUT_BPM),
+            **table_metadata(
+                lake, SILVER, WORKOUT_BPM, DESCRIPTIONS[WORKOUT_BPM], lineage=LINEAGE[WORKOUT_BPM]
+            ),
             **profile_after_write(lake, session, SILVER, WORKOUT_BPM),
         },
         check_results=[
@@ -220,6 +224,7 @@ def workout_bpm(
                 session,
                 SILVER,
                 WORKOUT_BPM,
+                RULES[WORKOUT_BPM],
                 written=checked_days(context, key, written),
                 batch=batch,
             ),

@@ -18,7 +18,6 @@ from lakehouse_assets.checks.results import (
     quarantine_rate_spec,
     written_rows,
 )
-from lakehouse_assets.checks.rules import source_rules
 from lakehouse_assets.constants import (
     BRONZE,
     SILVER,
@@ -30,13 +29,14 @@ from lakehouse_assets.constants import (
 from lakehouse_assets.partitions import silver_automation
 from lakehouse_assets.profiling.store import profile_after_write
 from lakehouse_assets.sensors.streams import kafka_lag_sensor
-from lakehouse_assets.silver.columns import QUARANTINE
 from lakehouse_assets.sources import route_assets
 from lakehouse_assets.sources.columns import ADDED, field_description
 from lakehouse_assets.sources.declarations import CDC_MODES, ROUTE, SourceDeclaration
 from lakehouse_assets.sources.refine import Refined, refine, reinfer_schema, schema_path
+from lakehouse_assets.sources.rules import source_rules
 from lakehouse_assets.sources.writes import deletes_table, quarantine_table
 from lakehouse_assets.table_metadata import code_references, table_metadata
+from lakehouse_assets.validation import QUARANTINE
 from resources import LakeResource, SensorSettings, SparkResource
 
 SILVER_KINDS = {"spark", "delta"}

@@ -11,8 +11,8 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, BooleanType, StringType, StructField, StructType
 
-from lakehouse_assets.silver.validation import REASON
 from lakehouse_assets.sources.routing import DELETED_SUFFIX, Routing
+from lakehouse_assets.validation import REASON
 
 OFFSET = "offset"
 # The fields of a change notice the lakehouse reads (others are ignored).

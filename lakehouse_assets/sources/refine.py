@@ -21,7 +21,6 @@ from pyspark.sql.pandas.types import from_arrow_type
 from pyspark.sql.types import StructField, StructType
 
 from lakehouse_assets.constants import BRONZE, SILVER
-from lakehouse_assets.silver.validation import REASON, kafka_quarantine
 from lakehouse_assets.sources import avro, cdc, debezium, evolution, transforms, writes
 from lakehouse_assets.sources import schema as types
 from lakehouse_assets.sources.declarations import CDC_MODES, SourceDeclaration
@@ -37,6 +36,7 @@ from lakehouse_assets.sources.reader import (
     read_batches,
 )
 from lakehouse_assets.sources.schema import Schema
+from lakehouse_assets.validation import REASON, kafka_quarantine
 from resources import LakeResource
 from resources.delta import Markers
 from resources.spark import cached

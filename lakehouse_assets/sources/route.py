@@ -20,7 +20,6 @@ from pyspark.sql.pandas.types import from_arrow_type
 from pyspark.sql.types import StructField, StructType
 
 from lakehouse_assets.constants import SILVER
-from lakehouse_assets.silver.validation import REASON, kafka_quarantine
 from lakehouse_assets.sources import documents, notices, transforms
 from lakehouse_assets.sources import schema as types
 from lakehouse_assets.sources.declarations import SourceDeclaration
@@ -28,6 +27,7 @@ from lakehouse_assets.sources.reader import SKIPPED
 from lakehouse_assets.sources.refine import Refined, read_growing
 from lakehouse_assets.sources.routing import Routing
 from lakehouse_assets.sources.writes import quarantine_table, widen_table
+from lakehouse_assets.validation import REASON, kafka_quarantine
 from resources import LakeResource
 from resources.delta import Markers
 from resources.delta_merge import later

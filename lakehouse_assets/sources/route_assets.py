@@ -21,7 +21,6 @@ from lakehouse_assets.constants import (
 )
 from lakehouse_assets.partitions import silver_automation
 from lakehouse_assets.sensors.streams import kafka_lag_sensor
-from lakehouse_assets.silver.columns import QUARANTINE
 from lakehouse_assets.sources.declarations import SourceDeclaration
 from lakehouse_assets.sources.route import (
     Routed,
@@ -34,6 +33,7 @@ from lakehouse_assets.sources.route import (
 from lakehouse_assets.sources.routing import table_name
 from lakehouse_assets.sources.writes import quarantine_table
 from lakehouse_assets.table_metadata import code_references, table_metadata
+from lakehouse_assets.validation import QUARANTINE
 from resources import DocumentStoreResource, LakeResource, SensorSettings, SparkResource
 
 KINDS = {"spark", "delta", "postgres"}
@@ -133,7 +133,7 @@ def router_asset(source: SourceDeclaration) -> dg.AssetsDefinition:
             yield dg.MaterializeResult(
                 asset_key=asset_key(SILVER, locations_table(source)),
                 metadata={
-                    **table_metadata(lake, SILVER, locations_table(source)),
+                    **table_metadata(lake, SILVER, locations_table(source), {}),
                     "records_rejected": rejected,
                 },
             )
@@ -153,7 +153,7 @@ def router_asset(source: SourceDeclaration) -> dg.AssetsDefinition:
             context.log_event(materialization)
         yield dg.MaterializeResult(
             asset_key=asset_key(SILVER, index_table(source)),
-            metadata={**table_metadata(lake, SILVER, index_table(source)), **done.metadata()},
+            metadata={**table_metadata(lake, SILVER, index_table(source), {}), **done.metadata()},
         )
         yield dg.MaterializeResult(
             asset_key=quarantine_key,
@@ -187,7 +187,7 @@ def _routed_materializations(
                 asset_key=asset_key(SILVER, source.name),
                 partition=written.partition,
                 metadata={
-                    **table_metadata(lake, SILVER, written.table),
+                    **table_metadata(lake, SILVER, written.table, {}),
                     "rows_upserted": written.rows,
                     "rows_deleted": written.deleted,
                     "columns_added": ", ".join(written.added) or "-",

@@ -11,12 +11,12 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, StructType
 
 from lakehouse_assets.constants import QUARANTINE_SUFFIX, SILVER
-from lakehouse_assets.silver.validation import REASON
 from lakehouse_assets.sources import cdc, transforms
 from lakehouse_assets.sources import schema as types
 from lakehouse_assets.sources.declarations import SourceDeclaration
 from lakehouse_assets.sources.reader import DELETED, ORDER_KIND, SEQUENCE, SKIPPED
 from lakehouse_assets.sources.schema import Schema
+from lakehouse_assets.validation import REASON
 from resources import LakeResource
 from resources.delta_log import Markers, spark_schema
 from resources.spark import cached

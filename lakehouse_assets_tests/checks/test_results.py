@@ -6,10 +6,10 @@ import dagster as dg
 import pytest
 
 from lakehouse_assets.checks.results import (
+    check_specs,
     quarantine_rate_result,
-    table_check_specs,
 )
-from lakehouse_assets.checks.rules import ENV_QUARANTINE_WARN_RATE, RULES, quarantine_warn_rate
+from lakehouse_assets.checks.rules import ENV_QUARANTINE_WARN_RATE, quarantine_warn_rate
 from lakehouse_assets.constants import (
     COMPLETED_WORKOUTS,
     GOLD,
@@ -20,7 +20,9 @@ from lakehouse_assets.constants import (
     asset_key,
 )
 from lakehouse_assets.definitions import defs
+from lakehouse_assets.gold.rules import RULES as GOLD_RULES
 from lakehouse_assets.silver.parsed import PARSED_TABLES
+from lakehouse_assets.silver.rules import RULES as SILVER_RULES
 from lakehouse_assets.silver.transforms import WORKOUT_KEYS
 
 KEY = asset_key(SILVER, "bpm_quarantine")
@@ -32,7 +34,7 @@ def test_every_silver_and_gold_table_of_the_pipeline_has_blocking_key_checks() -
         for name in ("primary_key_unique", "primary_key_not_null"):
             spec = graph.get_check_spec(dg.AssetCheckKey(asset_key(layer, table), name))
             assert spec.blocking and spec.description
-    spec = table_check_specs(GOLD, "gym_summary")[0]
+    spec = check_specs(asset_key(GOLD, GYM_SUMMARY), GOLD_RULES[GYM_SUMMARY])[0]
     assert spec.description == "No two rows share the primary key (`gym`, `mac_address`, `date`)."
 
 
@@ -61,6 +63,6 @@ def test_the_rows_a_fitness_write_takes_are_keyed_as_its_rules() -> None:
     merged_by[COMPLETED_WORKOUTS] = tuple(WORKOUT_KEYS)
     merged_by[WORKOUT_BPM] = (*WORKOUT_KEYS, "time")
     for table, keys in merged_by.items():
-        assert RULES[(SILVER, table)].keys == keys, table
-        assert not RULES[(SILVER, table)].unique_where, table
-    assert all(RULES[(GOLD, table)].key_fixes_day for table in (GYM_SUMMARY, WORKOUT_BPM_SUMMARY))
+        assert SILVER_RULES[table].keys == keys, table
+        assert not SILVER_RULES[table].unique_where, table
+    assert all(GOLD_RULES[table].key_fixes_day for table in (GYM_SUMMARY, WORKOUT_BPM_SUMMARY))

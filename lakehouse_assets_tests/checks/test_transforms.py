@@ -10,15 +10,23 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from lakehouse_assets.checks.rules import RULES, Condition, TableRules, source_rules
+from lakehouse_assets.checks.rules import Condition, TableRules
 from lakehouse_assets.checks.transforms import count_offending, evaluate
 from lakehouse_assets.constants import GOLD, SILVER
+from lakehouse_assets.gold.rules import RULES as GOLD_RULES
+from lakehouse_assets.silver.rules import RULES as SILVER_RULES
 from lakehouse_assets.sources.declarations import SourceDeclaration
+from lakehouse_assets.sources.rules import source_rules
 
 T0 = datetime(2026, 11, 1, 8, 0)
 MIN = timedelta(minutes=1)
 WORKOUT = "user_id long, workout_id long, session_id long"
 Row = dict[str, Any]
+
+# Every fitness table's rules, by (layer, table).
+RULES = {(SILVER, t): r for t, r in SILVER_RULES.items()} | {
+    (GOLD, t): r for t, r in GOLD_RULES.items()
+}
 
 # Per fitness table: its schema and two good rows (distinct keys; edge cases that must pass).
 GOOD: dict[tuple[str, str], tuple[str, list[Row]]] = {

@@ -61,7 +61,7 @@ def test_a_writes_metadata_shows_its_tables_statistics(spark: SparkSession, tmp_
     second = [(None, "zoe", date(2025, 1, 3)), (7, "bob", date(2025, 1, 3))]
     for rows in (first, second):
         lake.append("silver", "people", spark.createDataFrame(rows, schema), ["day"])
-    shown = table_metadata(lake, "silver", "people")
+    shown = table_metadata(lake, "silver", "people", {})
     records = [record.data for record in shown["column_statistics"].records]
     assert records == [
         {"column": "id", "nulls": 1, "min": "1", "max": "7"},

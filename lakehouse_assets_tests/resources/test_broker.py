@@ -11,7 +11,7 @@ from kafka import KafkaAdminClient
 
 from lakehouse_assets.devtools import broker as broker_module
 from lakehouse_assets.devtools.broker import EmbeddedBroker, EmbeddedBrokerError
-from lakehouse_assets.sample_data import Message, produce
+from lakehouse_assets.devtools.sample_data import Message, produce
 from resources.kafka import KafkaResource
 
 

@@ -25,7 +25,7 @@ from pyspark.sql.types import (
 
 from lakehouse_assets.constants import SILVER, asset_key
 from lakehouse_assets.devtools.broker import EmbeddedBroker
-from lakehouse_assets.sample_data import Message, produce
+from lakehouse_assets.devtools.sample_data import Message, produce
 from lakehouse_assets.sources.assets import source_assets
 from lakehouse_assets.sources.declarations import load_declaration
 from lakehouse_assets.sources.refine import refine

@@ -24,7 +24,9 @@ import psycopg2
 import pytest
 from pyspark.sql import SparkSession
 
-from lakehouse_assets.cdc_demo import (
+from lakehouse_assets.constants import SILVER, asset_key
+from lakehouse_assets.devtools.broker import EmbeddedBroker
+from lakehouse_assets.devtools.cdc_demo import (
     DATABASE,
     LONG_NOTE,
     TABLE,
@@ -34,8 +36,6 @@ from lakehouse_assets.cdc_demo import (
     silver_rows,
     wait_for,
 )
-from lakehouse_assets.constants import SILVER, asset_key
-from lakehouse_assets.devtools.broker import EmbeddedBroker
 from lakehouse_assets.devtools.kafka_connect import KafkaConnect, postgres_connector
 from lakehouse_assets.devtools.postgres import PostgresServer
 from lakehouse_assets.sources.assets import source_assets

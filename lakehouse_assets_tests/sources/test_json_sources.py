@@ -14,7 +14,7 @@ from pyspark.sql import SparkSession
 
 from lakehouse_assets.constants import SILVER
 from lakehouse_assets.devtools.broker import EmbeddedBroker
-from lakehouse_assets.sample_data import Message, produce
+from lakehouse_assets.devtools.sample_data import Message, produce
 from lakehouse_assets.sources.assets import source_assets
 from lakehouse_assets.sources.declarations import SourceDeclaration, load_declaration
 from resources import LakeResource

@@ -1,4 +1,5 @@
-"""Pure validation of raw bronze records: typed fields, and a reason for each rejected record.
+"""Pure validation of raw bronze records, for every pipeline: typed fields, a reason for each
+rejected record, and the rows of the quarantine table it goes to.
 
 The rules are those of ``docs/fitness_pipeline.md``: the first failing rule, in the order the
 fields are declared, is the reason. A record with a reason goes to its source's quarantine table.
@@ -19,6 +20,18 @@ NOT_UTF8 = "not utf-8"
 HEX_PREFIX = "hex:"  # raw_text of bytes that are not UTF-8 text
 # Spark SQL types the fields are read as: epoch seconds keep their microseconds as decimals.
 _SQL_TYPE = {"integer": "bigint", "number": "decimal(20,6)", "string": "string"}
+# What each column of a quarantine table holds (its column schema in the Dagster UI).
+QUARANTINE = {
+    "source": "Where the record came from: the Kafka topic, or the landing file.",
+    "partition": "The record's Kafka partition (null for a landing file's line).",
+    "offset": "The record's Kafka offset (null for a landing file's line).",
+    "raw": "The rejected record as it came: the Kafka value's bytes, or the line's bytes.",
+    "raw_text": "`raw` shown readably: its text when the bytes are UTF-8, else `hex:` and the "
+    "bytes in hex.",
+    "reason": "Why the record was rejected: the first rule it breaks (e.g. `missing user_id`, "
+    "`wrong type heartrate`, `malformed json`, `not utf-8`).",
+    "ingested_at": "When bronze ingested the record (UTC).",
+}
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from dataclasses import replace
 from datetime import date, timedelta
 
 from lakehouse_assets.constants import TOPIC_BPM, TOPIC_USER_INFO, TOPIC_WORKOUT
-from lakehouse_assets.sample_data.model import (
+from lakehouse_assets.devtools.sample_data.model import (
     BAD_READING_RATE,
     CITIES,
     DAY_S,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, SparkSession
 
 from lakehouse_assets.silver.transforms import parse_gym_logins, parse_user_info, parse_workout
-from lakehouse_assets.silver.validation import kafka_quarantine
+from lakehouse_assets.validation import kafka_quarantine
 
 KAFKA = "topic string, partition int, offset long, key binary, value binary, ingested_at timestamp"
 

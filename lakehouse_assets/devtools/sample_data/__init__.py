@@ -13,8 +13,8 @@ import random
 from datetime import date
 
 from lakehouse_assets.constants import TOPIC_BPM, TOPIC_USER_INFO, TOPIC_WORKOUT
-from lakehouse_assets.sample_data.delivery import produce
-from lakehouse_assets.sample_data.events import (
+from lakehouse_assets.devtools.sample_data.delivery import produce
+from lakehouse_assets.devtools.sample_data.events import (
     bpm_values,
     interleave,
     plan,
@@ -22,8 +22,12 @@ from lakehouse_assets.sample_data.events import (
     user_events,
     workout_values,
 )
-from lakehouse_assets.sample_data.landing import gym_files, registration_files, write_landing
-from lakehouse_assets.sample_data.model import (
+from lakehouse_assets.devtools.sample_data.landing import (
+    gym_files,
+    registration_files,
+    write_landing,
+)
+from lakehouse_assets.devtools.sample_data.model import (
     DAY_S,
     DEVICE_ID_OFFSET,
     NIGHT_SESSION_ID,

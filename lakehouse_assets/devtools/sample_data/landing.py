@@ -16,7 +16,7 @@ from lakehouse_assets.constants import (
     LANDING_GYM_LOGINS,
     LANDING_REGISTERED_USERS,
 )
-from lakehouse_assets.sample_data.model import (
+from lakehouse_assets.devtools.sample_data.model import (
     CORRECTION_RATE,
     DAY_S,
     DEVICE_ID_OFFSET,

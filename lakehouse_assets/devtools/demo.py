@@ -56,7 +56,7 @@ def prepare_demo_lake(root: str, embedded: bool) -> None:
 
 def demo(users: int, days: int) -> None:
     """Sample data through the whole asset graph; prints row counts and both gold reports."""
-    from lakehouse_assets import sample_data
+    from lakehouse_assets.devtools import sample_data
     from resources import build_resources
 
     root = object_store.absolute(os.environ.setdefault(ENV_LAKEHOUSE_ROOT, DEMO_LAKE))

@@ -1,0 +1,21 @@
+"""The data-quality rules of a declared source's silver table, from its declaration."""
+
+from __future__ import annotations
+
+from lakehouse_assets.checks.rules import TableRules
+from lakehouse_assets.sources.cdc import IS_CURRENT, VALID_FROM
+from lakehouse_assets.sources.declarations import SourceDeclaration
+
+
+def source_rules(source: SourceDeclaration) -> TableRules:
+    """The rules of a declared source's silver table, from its declaration: the key of its mode
+    (``keys`` for SCD1; ``keys`` and ``valid_from`` for SCD2, with one current version per key;
+    the Kafka key for a latest-per-key mirror; the record's Kafka coordinates for append)."""
+    if source.mode == "cdc-scd1":
+        return TableRules(keys=source.keys)
+    if source.mode == "cdc-scd2":
+        current = {"one_current_version": (source.keys, IS_CURRENT)}
+        return TableRules(keys=(*source.keys, VALID_FROM), unique_where=current)
+    if source.mode == "latest-per-key":
+        return TableRules(keys=("_kafka_key",))
+    return TableRules(keys=("_kafka_topic", "_kafka_partition", "_kafka_offset"))
