@@ -10,6 +10,7 @@ import dagster as dg
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from lakehouse_assets.automation import gold_automation
 from lakehouse_assets.checks.results import (
     check_results,
     check_specs,
@@ -40,7 +41,7 @@ from lakehouse_assets.gold import transforms
 from lakehouse_assets.gold.columns import DESCRIPTIONS, LINEAGE
 from lakehouse_assets.gold.rules import RULES
 from lakehouse_assets.gold.transforms import GOLD_PARTITION
-from lakehouse_assets.partitions import daily_partitions, gold_automation
+from lakehouse_assets.partitions import daily_partitions
 from lakehouse_assets.profiling.store import profile_after_write
 from lakehouse_assets.table_metadata import code_references, table_metadata
 from resources import LakeResource, SparkResource

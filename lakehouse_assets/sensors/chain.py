@@ -16,8 +16,9 @@ from datetime import timedelta
 import dagster as dg
 from dagster._core.definitions.assets.graph.base_asset_graph import BaseAssetGraph
 
+from lakehouse_assets.automation import GOLD_AUTOMATION_LOOKBACK
 from lakehouse_assets.checks.results import failed_upstream_checks
-from lakehouse_assets.partitions import GOLD_AUTOMATION_LOOKBACK, daily_partitions
+from lakehouse_assets.partitions import daily_partitions
 
 RANGE_START = "dagster/asset_partition_range_start"
 RANGE_END = "dagster/asset_partition_range_end"

@@ -17,6 +17,7 @@ from typing import Any
 
 import dagster as dg
 
+from lakehouse_assets.automation import STREAM_TAG
 from lakehouse_assets.checks.freshness import (
     Waiting,
     freshness_evaluation,
@@ -24,7 +25,6 @@ from lakehouse_assets.checks.freshness import (
     landing_waiting,
 )
 from lakehouse_assets.constants import BRONZE, KAFKA_TOPICS, LANDING_COLUMNS, asset_key, stream_name
-from lakehouse_assets.partitions import STREAM_TAG
 from lakehouse_assets.sensors.chain import chain_request
 from lakehouse_assets.sensors.runs import runs_in_progress
 from resources import KafkaResource, LakeResource, SensorSettings, sensor_settings

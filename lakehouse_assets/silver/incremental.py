@@ -13,6 +13,7 @@ import dagster as dg
 from pydantic import Field
 from pyspark.sql import DataFrame, SparkSession
 
+from lakehouse_assets.automation import silver_automation
 from lakehouse_assets.constants import (
     FITNESS,
     FITNESS_OWNERS,
@@ -20,7 +21,6 @@ from lakehouse_assets.constants import (
     asset_tags,
     consumer_app_id,
 )
-from lakehouse_assets.partitions import silver_automation
 from resources import LakeResource
 from resources.lake import Markers
 

@@ -9,6 +9,7 @@ import dagster as dg
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from lakehouse_assets.automation import silver_automation
 from lakehouse_assets.checks.reconciliation import (
     RECONCILED_WITH_BRONZE,
     bronze_reconciliation,
@@ -47,7 +48,6 @@ from lakehouse_assets.constants import (
     writer_pool,
 )
 from lakehouse_assets.migrations import require_current
-from lakehouse_assets.partitions import silver_automation
 from lakehouse_assets.profiling.store import profile_after_write
 from lakehouse_assets.silver import transforms
 from lakehouse_assets.silver.accounting import accounted_by_the_writes, batch_counts

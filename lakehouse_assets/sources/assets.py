@@ -7,6 +7,7 @@ from typing import Any
 import dagster as dg
 from pydantic import Field
 
+from lakehouse_assets.automation import silver_automation
 from lakehouse_assets.bronze.assets import kafka_bronze_asset
 from lakehouse_assets.checks.freshness import kafka_freshness_check
 from lakehouse_assets.checks.results import (
@@ -26,7 +27,6 @@ from lakehouse_assets.constants import (
     consumer_app_id,
     writer_pool,
 )
-from lakehouse_assets.partitions import silver_automation
 from lakehouse_assets.profiling.store import profile_after_write
 from lakehouse_assets.sensors.streams import kafka_lag_sensor
 from lakehouse_assets.sources import route_assets

@@ -8,6 +8,7 @@ from typing import Any
 import dagster as dg
 from pyspark.sql import SparkSession
 
+from lakehouse_assets.automation import silver_automation
 from lakehouse_assets.bronze.assets import kafka_bronze_asset
 from lakehouse_assets.checks.freshness import kafka_freshness_check
 from lakehouse_assets.checks.results import quarantine_rate_result, quarantine_rate_spec
@@ -19,7 +20,6 @@ from lakehouse_assets.constants import (
     consumer_app_id,
     writer_pool,
 )
-from lakehouse_assets.partitions import silver_automation
 from lakehouse_assets.sensors.streams import kafka_lag_sensor
 from lakehouse_assets.sources.declarations import SourceDeclaration
 from lakehouse_assets.sources.route import (
