@@ -91,7 +91,8 @@ def keys_missing(lake: LakeResource, spark: SparkSession, spec: ParsedTable) -> 
 
 def sources() -> None:
     """List the declared sources (``LAKEHOUSE_SOURCES``); exit 1 naming every invalid file."""
-    from lakehouse_assets.sources.declarations import load_declarations, sources_dir
+    from lakehouse_assets.sources.declarations import load_declarations
+    from resources.settings import sources_dir
 
     folder = sources_dir()
     declared, errors = load_declarations(folder)

@@ -33,10 +33,10 @@ from lakehouse_assets.sources.declarations import (
     ROUTE,
     SourceDeclaration,
     load_declarations,
-    sources_dir,
 )
 from lakehouse_assets.sources.route_assets import routed_tables
 from resources import build_resources
+from resources.settings import sources_dir
 
 log = logging.getLogger(__name__)
 fitness_assets = [*bronze_kafka_assets, *bronze_landing_assets, *silver_assets, *gold_assets]

@@ -44,10 +44,9 @@ from dagster._core.execution.retries import RetryMode, get_retries_config
 from dagster._utils.timing import time_execution_scope
 from dagster_shared.utils.timing import format_duration
 
+from resources.settings import max_concurrent_steps
 from resources.spark import release_thread_sessions
 
-DEFAULT_MAX_CONCURRENT = 4
-ENV_MAX_CONCURRENT_STEPS = "LAKEHOUSE_MAX_CONCURRENT_STEPS"
 _DONE = object()  # a thread's last item: its step's events are all put
 
 
@@ -160,18 +159,6 @@ def _start(key: str, step_context: Any, events: queue.Queue[tuple[str, Any]]) ->
             events.put((key, _DONE))
 
     threading.Thread(target=run, name=f"step {key}", daemon=True).start()
-
-
-def max_concurrent_steps(environ: dict[str, str] | os._Environ[str] = os.environ) -> int:
-    """Steps run at once in a run: ``LAKEHOUSE_MAX_CONCURRENT_STEPS``, by default 4.
-
-    Raises:
-        ValueError: the variable is not a positive integer.
-    """
-    value = environ.get(ENV_MAX_CONCURRENT_STEPS, str(DEFAULT_MAX_CONCURRENT))
-    if not value.strip().isdigit() or int(value) < 1:
-        raise ValueError(f"{ENV_MAX_CONCURRENT_STEPS} must be a positive integer, not {value!r}")
-    return int(value)
 
 
 @dg.executor(

@@ -27,10 +27,10 @@ from lakehouse_assets.constants import (
 from lakehouse_assets.definitions import all_assets
 from lakehouse_assets.devtools import sample_data
 from lakehouse_assets.devtools.broker import EmbeddedBroker
-from lakehouse_assets.profiling.store import ENV_PROFILE
 from lakehouse_assets.sensors.streams import stream_sensors
 from lakehouse_assets_tests import fitness_oracle as oracle
 from resources import CalendarResource
+from resources.settings import ENV_PROFILE
 
 ASSETS = {key: asset for asset in all_assets for key in asset.keys}
 

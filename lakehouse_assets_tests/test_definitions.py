@@ -11,7 +11,8 @@ import dagster as dg
 
 from lakehouse_assets.definitions import defs, lakehouse_definitions
 from lakehouse_assets.sources.assets import source_tables
-from lakehouse_assets.sources.declarations import ENV_SOURCES_DIR, load_declarations
+from lakehouse_assets.sources.declarations import load_declarations
+from resources.settings import ENV_SOURCES_DIR
 
 
 def test_the_definitions_load_as_a_code_location_does() -> None:

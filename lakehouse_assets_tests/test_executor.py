@@ -8,10 +8,10 @@ import dagster as dg
 import pytest
 
 from lakehouse_assets.executor import (
-    ENV_MAX_CONCURRENT_STEPS,
     materialize,
     max_concurrent_steps,
 )
+from resources.settings import ENV_MAX_CONCURRENT_STEPS
 
 WAIT_S = 20.0  # far longer than a step of these tests takes
 

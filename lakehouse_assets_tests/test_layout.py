@@ -16,8 +16,9 @@ PACKAGE = REPO_ROOT / "lakehouse_assets"
 # What every source uses: streams into bronze, validation and quarantine, table metadata, checks,
 # profiles, sensors, schedules, the run's executor; and the resources beneath them all.
 PLATFORM = {
-    "resources", "constants", "partitions", "automation", "executor", "run_launcher", "table_metadata",
-    "migrations", "validation", "bronze", "checks", "profiling", "sensors", "schedules",
+    "resources", "constants", "partitions", "automation", "executor", "run_launcher",
+    "table_metadata", "migrations", "validation", "bronze", "checks", "profiling", "sensors",
+    "schedules",
 }  # fmt: skip
 # The pipelines built on it, which never import one another: the fitness reference pipeline and
 # the engine of declared sources.

@@ -18,7 +18,7 @@ from kafka import KafkaProducer
 from kafka.admin import KafkaAdminClient, NewTopic
 from pyspark.sql import SparkSession
 
-from lakehouse_assets import cli, migrations, sample_data
+from lakehouse_assets import cli, migrations
 from lakehouse_assets.admin import keys_missing
 from lakehouse_assets.constants import (
     BRONZE,
@@ -37,6 +37,7 @@ from lakehouse_assets.constants import (
     asset_key,
     stream_name,
 )
+from lakehouse_assets.devtools import sample_data
 from lakehouse_assets.devtools.broker import EmbeddedBroker
 from lakehouse_assets.devtools.demo import materialize_graph
 from lakehouse_assets.devtools.sample_data import LandingFile, Message, produce

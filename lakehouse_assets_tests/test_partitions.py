@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lakehouse_assets.partitions import DEFAULT_GOLD_START_DATE, gold_start_date
+from resources.settings import DEFAULT_GOLD_START_DATE, gold_start_date
 
 
 def test_gold_starts_on_the_documented_default_day() -> None:

@@ -22,11 +22,11 @@ from lakehouse_assets.devtools.dagster_services import (
 from lakehouse_assets.devtools.postgres import PostgresServer
 from lakehouse_assets.devtools.stack import (
     AUTOMATION_SETTLE,
-    ENV_MAX_CONCURRENT_RUNS,
     INSTANCE_FILE,
     Stack,
 )
 from resources import ENV_KAFKA_BOOTSTRAP_SERVERS, ENV_LAKEHOUSE_ROOT, ENV_SPARK_REMOTE
+from resources.settings import ENV_MAX_CONCURRENT_RUNS
 
 REPO_ROOT = Path(__file__).parents[1]
 

@@ -29,7 +29,6 @@ from pyspark.sql import SparkSession
 from lakehouse_assets.constants import SILVER, WORKOUT_BPM, asset_key
 from lakehouse_assets.definitions import defs
 from lakehouse_assets.devtools.broker import free_port
-from lakehouse_assets.profiling.store import ENV_PROFILE
 from lakehouse_assets.silver import columns as silver_columns
 from lakehouse_assets.silver.assets import silver_assets
 from lakehouse_assets_tests.silver.test_workout_bpm import (
@@ -41,6 +40,7 @@ from lakehouse_assets_tests.silver.test_workout_bpm import (
     register,
 )
 from resources import ENV_DOCUMENTS_URL
+from resources.settings import ENV_PROFILE
 
 REPO_ROOT = Path(__file__).parents[1]
 # Without the background-networking switches Chromium keeps dialling Google on a closed network.

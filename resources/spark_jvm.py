@@ -12,6 +12,7 @@ from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 from resources import object_store
+from resources.settings import ENV_SPARK_REMOTE
 
 # The driver's class archive sits in the virtual environment: it belongs to its PySpark and JDK.
 DEFAULT_ARCHIVE = Path(sys.prefix) / "share" / "lakehouse" / "spark-driver.jsa"
@@ -75,7 +76,7 @@ def jvm_settings(
 def without_connect(environ: Mapping[str, str]) -> dict[str, str]:
     """``environ`` for a process that must start a local Spark application, not a Connect client:
     without ``SPARK_REMOTE`` and the mark PySpark sets once a process has a Connect session."""
-    return {k: v for k, v in environ.items() if k not in ("SPARK_REMOTE", CONNECT_MODE_MARK)}
+    return {k: v for k, v in environ.items() if k not in (ENV_SPARK_REMOTE, CONNECT_MODE_MARK)}
 
 
 def quick_start_options(archive: Path, quick_jit: bool = True) -> str:

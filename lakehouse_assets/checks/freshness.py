@@ -8,7 +8,6 @@ lets them be). The lag and landing sensors report it when it changes and every f
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -20,22 +19,9 @@ from lakehouse_assets.constants import BRONZE, LANDING_DIR, asset_key
 from resources import KafkaResource, LakeResource
 from resources.checkpoints import committed_offsets, files_read, landed_times
 from resources.kafka_client import from_offsets
+from resources.settings import DEFAULT_FRESHNESS_S, ENV_FRESHNESS_S, freshness_limit_s
 
 FRESHNESS = "fresh"
-ENV_FRESHNESS_S = "LAKEHOUSE_FRESHNESS_S"
-DEFAULT_FRESHNESS_S = 900
-
-
-def freshness_limit_s(environ: Mapping[str, str] | None = None) -> float:
-    """How long a record or file may wait for bronze (``LAKEHOUSE_FRESHNESS_S``, seconds)."""
-    raw = (os.environ if environ is None else environ).get(ENV_FRESHNESS_S) or ""
-    try:
-        limit = float(raw) if raw else DEFAULT_FRESHNESS_S
-    except ValueError:
-        raise ValueError(f"{ENV_FRESHNESS_S} must be a number of seconds, got {raw!r}") from None
-    if limit <= 0:
-        raise ValueError(f"{ENV_FRESHNESS_S} must be positive, got {raw!r}")
-    return limit
 
 
 @dataclass(frozen=True)

@@ -16,12 +16,12 @@ from lakehouse_assets.checks.rules import (
     PRIMARY_KEY_UNIQUE,
     QUARANTINE_RATE,
     TableRules,
-    quarantine_warn_rate,
 )
 from lakehouse_assets.checks.transforms import Outcome, count_offending, evaluate
 from lakehouse_assets.constants import asset_key
 from resources import LakeResource, delta
 from resources.delta import PartitionFilters
+from resources.settings import quarantine_warn_rate
 
 
 def describe(rules: TableRules, name: str) -> str:

@@ -6,11 +6,9 @@ asset check of the table's asset (``checks/results.py``); the rules themselves a
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-ENV_QUARANTINE_WARN_RATE = "LAKEHOUSE_QUARANTINE_WARN_RATE"
 QUARANTINE_RATE = "quarantine_rate"
 PRIMARY_KEY_UNIQUE = "primary_key_unique"
 PRIMARY_KEY_NOT_NULL = "primary_key_not_null"
@@ -45,16 +43,3 @@ class TableRules:
         names = [PRIMARY_KEY_UNIQUE, PRIMARY_KEY_NOT_NULL] if self.keys else []
         accepted = [f"accepted_{column}" for column in self.accepted]
         return [*names, *accepted, *self.conditions, *self.unique_where]
-
-
-def quarantine_warn_rate(environ: Mapping[str, str] | None = None) -> float:
-    """The share of a run's records sent to quarantine above which its check warns
-    (``LAKEHOUSE_QUARANTINE_WARN_RATE``, default 0.05)."""
-    value = (os.environ if environ is None else environ).get(ENV_QUARANTINE_WARN_RATE) or "0.05"
-    try:
-        rate = float(value)
-    except ValueError:
-        rate = -1.0
-    if not 0 <= rate <= 1:
-        raise ValueError(f"{ENV_QUARANTINE_WARN_RATE} must be a number from 0 to 1, got {value!r}")
-    return rate

@@ -53,11 +53,10 @@ from resources import (
     object_store,
     spark_conf,
 )
+from resources.settings import max_concurrent_runs
 
 S3_BUCKET = "lakehouse"  # the local S3 endpoint's bucket (lakehouse up --s3)
 INSTANCE_FILE = Path("docker") / "dagster.yaml"  # the compose deployment's Dagster instance
-# Overrides the instance file's limit on runs in progress at once (a small or shared host).
-ENV_MAX_CONCURRENT_RUNS = "LAKEHOUSE_MAX_CONCURRENT_RUNS"
 # Dagster's automation tick takes the newest event id, then reads each asset's latest
 # materialization from a table that a run updates just after writing the event: a materialization
 # written between the two reads falls behind the cursor the tick keeps, and its downstream never
@@ -180,16 +179,15 @@ class Stack:
 
     def _write_instance(self, path: Path) -> None:
         """The compose deployment's instance file, with ``LAKEHOUSE_MAX_CONCURRENT_RUNS`` if set."""
-        limit = self.env.get(ENV_MAX_CONCURRENT_RUNS)
-        if not limit:
+        try:
+            limit = max_concurrent_runs(self.env)
+        except ValueError as error:
+            raise SystemExit(str(error)) from None
+        if limit is None:
             shutil.copy(INSTANCE_FILE, path)
             return
-        if not limit.isdigit() or int(limit) < 1:
-            raise SystemExit(
-                f"{ENV_MAX_CONCURRENT_RUNS} must be a whole number of at least 1, got {limit!r}"
-            )
         instance = yaml.safe_load(INSTANCE_FILE.read_text())
-        instance["concurrency"]["runs"]["max_concurrent_runs"] = int(limit)
+        instance["concurrency"]["runs"]["max_concurrent_runs"] = limit
         path.write_text(yaml.safe_dump(instance, sort_keys=False))
 
     def _run(self, service: ServiceT) -> ServiceT:

@@ -17,8 +17,6 @@ A new schema of the table or new profile options start the states afresh.
 from __future__ import annotations
 
 import hashlib
-import os
-from collections.abc import Mapping
 from datetime import UTC, datetime
 
 import dagster as dg
@@ -32,11 +30,8 @@ from lakehouse_assets.profiling.passes import GROUP
 from lakehouse_assets.profiling.report import profile_metadata, profile_rows
 from lakehouse_assets.profiling.transforms import profile, profile_of_states, states
 from resources import LakeResource, delta, delta_log
+from resources.settings import profile_mode
 
-ENV_PROFILE = "LAKEHOUSE_PROFILE"
-PROFILE_MODES = ("materialization", "schedule", "off")
-# A profile reads the table (a few Spark queries): off the write path unless asked for.
-DEFAULT_PROFILE_MODE = "schedule"
 PROFILES = "profiles"  # the profiles' folder under the lake root
 STATES_SUFFIX = "__partitions"  # of the table of a partitioned table's profile states
 FILES, SIGNATURE = "_files", "_signature"  # a state's partition fingerprint, schema and options
@@ -44,15 +39,6 @@ NULL_PARTITION = "\0null"  # the group of the rows whose partition value is null
 # Below this many rows a table is profiled whole in one query, with no states written: keeping
 # them (a Delta commit and a second query) costs more than reading a table this small again.
 STATES_FROM_ROWS = 100_000
-
-
-def profile_mode(environ: Mapping[str, str] | None = None) -> str:
-    """When tables are profiled: ``materialization`` (silver and gold after each write, bronze
-    nightly), ``schedule`` (every table nightly: the default) or ``off``."""
-    mode = (os.environ if environ is None else environ).get(ENV_PROFILE) or DEFAULT_PROFILE_MODE
-    if mode not in PROFILE_MODES:
-        raise ValueError(f"{ENV_PROFILE} must be one of {', '.join(PROFILE_MODES)}, got {mode!r}")
-    return mode
 
 
 def profiles_table(layer: str, table: str) -> str:

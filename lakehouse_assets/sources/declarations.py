@@ -20,7 +20,6 @@ sources still load.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Collection, Iterator
 from pathlib import Path
@@ -39,8 +38,6 @@ from lakehouse_assets.sources.declaration_errors import (
 )
 from lakehouse_assets.sources.routing import FIELD_PATH, SEPARATOR, Routing
 
-ENV_SOURCES_DIR = "LAKEHOUSE_SOURCES"
-DEFAULT_SOURCES_DIR = "sources"
 OFFSET = "offset"  # order_by's default: the Kafka offset
 NAME = re.compile(r"[a-z][a-z0-9_]*")
 DATE_OF = re.compile(r"date\(\s*([A-Za-z_][A-Za-z0-9_]*)\s*\)")
@@ -177,12 +174,6 @@ class SourceDeclaration(BaseModel):
 
 
 FIELDS = tuple(SourceDeclaration.model_fields)  # named by the error of an unknown field
-
-
-def sources_dir(environ: dict[str, str] | None = None) -> Path:
-    """The folder of the declarations: ``LAKEHOUSE_SOURCES``, default ``sources``."""
-    env = os.environ if environ is None else environ
-    return Path(env.get(ENV_SOURCES_DIR) or DEFAULT_SOURCES_DIR)
 
 
 def load_declaration(path: Path) -> SourceDeclaration:

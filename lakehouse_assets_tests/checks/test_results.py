@@ -9,7 +9,6 @@ from lakehouse_assets.checks.results import (
     check_specs,
     quarantine_rate_result,
 )
-from lakehouse_assets.checks.rules import ENV_QUARANTINE_WARN_RATE, quarantine_warn_rate
 from lakehouse_assets.constants import (
     COMPLETED_WORKOUTS,
     GOLD,
@@ -24,6 +23,7 @@ from lakehouse_assets.gold.rules import RULES as GOLD_RULES
 from lakehouse_assets.silver.parsed import PARSED_TABLES
 from lakehouse_assets.silver.rules import RULES as SILVER_RULES
 from lakehouse_assets.silver.transforms import WORKOUT_KEYS
+from resources.settings import ENV_QUARANTINE_WARN_RATE, quarantine_warn_rate
 
 KEY = asset_key(SILVER, "bpm_quarantine")
 

@@ -17,10 +17,11 @@ from lakehouse_assets.profiling.report import (
     profile_metadata,
     profile_rows,
 )
-from lakehouse_assets.profiling.store import ENV_PROFILE, profile_after_write, profile_mode
+from lakehouse_assets.profiling.store import profile_after_write
 from lakehouse_assets.profiling.transforms import profile
 from lakehouse_assets_tests.profiling.test_transforms import OPTIONS, table
 from resources import LakeResource
+from resources.settings import ENV_PROFILE, profile_mode
 
 AT = datetime(2026, 11, 24, 12, tzinfo=UTC)
 

@@ -25,7 +25,6 @@ from lakehouse_assets.constants import (
 )
 from lakehouse_assets.devtools.broker import EmbeddedBroker
 from lakehouse_assets.devtools.s3_endpoint import S3Endpoint
-from lakehouse_assets.profiling.store import ENV_PROFILE
 from lakehouse_assets.schedules.maintenance import maintenance_jobs
 from lakehouse_assets.schedules.profiles import profile_job
 from lakehouse_assets_tests.bronze.helpers import (
@@ -36,6 +35,7 @@ from lakehouse_assets_tests.bronze.helpers import (
 from lakehouse_assets_tests.conftest import observations, produce
 from resources import LakeResource, checkpoints, files, object_store
 from resources.object_store import LakeRootUnreachable
+from resources.settings import ENV_PROFILE
 
 pytestmark = pytest.mark.external  # an S3 endpoint
 

@@ -11,11 +11,11 @@ from pyspark.sql import SparkSession
 
 from lakehouse_assets.constants import BRONZE, SILVER
 from lakehouse_assets.definitions import defs
-from lakehouse_assets.profiling.store import ENV_PROFILE
 from lakehouse_assets.schedules.profiles import profile_job
 from lakehouse_assets_tests.conftest import observations
 from lakehouse_assets_tests.profiling.test_transforms import table
 from resources import LakeResource
+from resources.settings import ENV_PROFILE
 
 TABLES = {BRONZE: ["events", "missing"], SILVER: ["facts"]}
 
