@@ -104,7 +104,7 @@ def lakehouse_definitions(sources: Sequence[SourceDeclaration] = ()) -> dg.Defin
             *[sensor for source in sources for sensor in source_sensors(source, SETTINGS)],
             automation_sensor,
         ],
-        resources=build_resources(),
+        resources=build_resources(as_env_vars=True),
         # Every step of a run in a thread of the run's own process, independent ones at once.
         executor=threaded_executor,
     )

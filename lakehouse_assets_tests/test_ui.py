@@ -39,7 +39,7 @@ from lakehouse_assets_tests.silver.test_workout_bpm import (
     read,
     register,
 )
-from resources import ENV_DOCUMENTS_URL
+from resources import ENV_DOCUMENTS_URL, ENV_LAKEHOUSE_ROOT
 from resources.settings import ENV_PROFILE
 
 REPO_ROOT = Path(__file__).parents[1]
@@ -245,16 +245,23 @@ def graphql(url: str, query: str, variables: dict[str, Any]) -> str:
         return response.read().decode()
 
 
-def test_the_ui_shows_the_variable_of_a_credential_not_its_value(dagster_ui: str) -> None:
-    answer = graphql(
-        dagster_ui, RESOURCE_QUERY, {"selector": {**REPOSITORY, "resourceName": "documents"}}
-    )
-    assert DOCUMENTS_PASSWORD not in answer
+def configured_values(url: str, resource: str) -> list[dict[str, str]]:
+    """What the webserver shows of resource ``resource``'s settings."""
+    answer = graphql(url, RESOURCE_QUERY, {"selector": {**REPOSITORY, "resourceName": resource}})
     details = json.loads(answer)["data"]["topLevelResourceDetailsOrError"]
     assert details["__typename"] == "ResourceDetails", answer
-    assert {"key": "url", "value": ENV_DOCUMENTS_URL, "type": "ENV_VAR"} in details[
-        "configuredValues"
-    ]
+    return details["configuredValues"]
+
+
+def test_the_ui_shows_the_variable_of_a_credential_not_its_value(dagster_ui: str) -> None:
+    shown = configured_values(dagster_ui, "documents")
+    assert DOCUMENTS_PASSWORD not in json.dumps(shown)
+    assert {"key": "url", "value": ENV_DOCUMENTS_URL, "type": "ENV_VAR"} in shown
+
+
+def test_the_ui_shows_which_variable_a_setting_comes_from(dagster_ui: str) -> None:
+    shown = configured_values(dagster_ui, "lake")
+    assert {"key": "root", "value": ENV_LAKEHOUSE_ROOT, "type": "ENV_VAR"} in shown
 
 
 def test_a_new_instance_runs_the_nightly_schedules_and_the_sensors(dagster_ui: str) -> None:

@@ -75,13 +75,20 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'resources' has no attribute {name!r}")
 
 
-def build_resources(environ: dict[str, str] | None = None) -> dict[str, Any]:
-    """The resources for an environment, configured from its variables. A variable that may hold
-    a credential is passed on as ``dg.EnvVar`` when it is the process's own (``_secret``).
+def build_resources(
+    environ: Mapping[str, str] | None = None, *, as_env_vars: bool = False
+) -> dict[str, Any]:
+    """The resources for an environment, configured from its variables.
 
     Args:
         environ: the variables to read; the process environment when None.
+        as_env_vars: pass each text setting whose variable is set as ``dg.EnvVar`` (for the
+            Definitions: Dagster reads the variable when a run starts, and its UI shows the
+            variable's name, never a value such as a URL's password). Resources used outside
+            Dagster take the values themselves.
     """
+    import dagster as dg
+
     from resources.calendar import CalendarResource
     from resources.documents import DocumentStoreResource
     from resources.kafka import KafkaResource
@@ -89,28 +96,25 @@ def build_resources(environ: dict[str, str] | None = None) -> dict[str, Any]:
     from resources.spark import SparkResource
 
     env = os.environ if environ is None else environ
+
+    def setting(name: str, default: str = "") -> str:
+        if not env.get(name):
+            return default
+        return dg.EnvVar(name) if as_env_vars else env[name]
+
+    # A bad as-of date is refused now, not only when a run reads the variable.
+    CalendarResource(as_of_date=env.get(ENV_AS_OF_DATE) or None)
     return {
         "spark": SparkResource(
-            remote=env.get(ENV_SPARK_REMOTE) or None,
-            master=env.get(ENV_SPARK_MASTER, "local[*]"),
+            remote=setting(ENV_SPARK_REMOTE) or None,
+            master=setting(ENV_SPARK_MASTER, "local[*]"),
             spark_config=spark_conf(env),
         ),
         "kafka": KafkaResource(
-            bootstrap_servers=env.get(ENV_KAFKA_BOOTSTRAP_SERVERS, "127.0.0.1:9092"),
+            bootstrap_servers=setting(ENV_KAFKA_BOOTSTRAP_SERVERS, "127.0.0.1:9092"),
             fail_on_data_loss=env.get(ENV_FAIL_ON_DATA_LOSS, "true").strip().lower() != "false",
         ),
-        "lake": LakeResource(root=env.get(ENV_LAKEHOUSE_ROOT, "lake")),
-        "calendar": CalendarResource(as_of_date=env.get(ENV_AS_OF_DATE) or None),
-        "documents": DocumentStoreResource(url=_secret(env, environ is None, ENV_DOCUMENTS_URL)),
+        "lake": LakeResource(root=setting(ENV_LAKEHOUSE_ROOT, "lake")),
+        "calendar": CalendarResource(as_of_date=setting(ENV_AS_OF_DATE) or None),
+        "documents": DocumentStoreResource(url=setting(ENV_DOCUMENTS_URL) or None),
     }
-
-
-def _secret(env: Mapping[str, str], from_process: bool, name: str) -> str | None:
-    """The value of variable ``name``, which may hold a credential (a URL's password): as
-    ``dg.EnvVar`` when it is the process's own, so that Dagster reads it when a run starts and
-    its UI shows the variable's name, never the value; None when unset."""
-    import dagster as dg
-
-    if not env.get(name):
-        return None
-    return dg.EnvVar(name) if from_process else env[name]

@@ -16,9 +16,11 @@ class CalendarResource(dg.ConfigurableResource):
         description="ISO date used as today (LAKEHOUSE_AS_OF_DATE); the current UTC date if unset.",
     )
 
-    @field_validator("as_of_date")
+    @field_validator("as_of_date", mode="before")
     @classmethod
     def _iso_date(cls, value: str | None) -> str | None:
+        if isinstance(value, dg.EnvVar):  # checked when Dagster reads the variable
+            return value
         if value:
             try:
                 date.fromisoformat(value)

@@ -7,9 +7,10 @@ import ast
 import re
 from pathlib import Path
 
+import dagster as dg
 import pytest
 
-from resources import settings
+from resources import build_resources, settings
 
 REPO_ROOT = Path(__file__).parents[2]
 # A variable's name as the project spells it: its own, Kafka's and Spark's.
@@ -55,3 +56,23 @@ def test_no_module_but_settings_names_a_variable() -> None:
 def test_a_bad_value_is_refused_naming_its_variable(read, variable: str, bad: str) -> None:
     with pytest.raises(ValueError, match=variable):
         read({variable: bad})
+
+
+def test_the_definitions_resources_read_their_variables_when_a_run_starts() -> None:
+    environ = {settings.ENV_LAKEHOUSE_ROOT: "/data/lake", settings.ENV_AS_OF_DATE: "2026-11-21"}
+    built = build_resources(environ, as_env_vars=True)
+    assert isinstance(built["lake"].root, dg.EnvVar)
+    assert built["lake"].root == settings.ENV_LAKEHOUSE_ROOT  # the UI shows the name
+    assert built["spark"].master == "local[*]"  # unset: the default, as it is
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in environ.items():
+            patch.setenv(name, value)
+        with dg.build_resources({"lake": built["lake"], "calendar": built["calendar"]}) as run:
+            assert run.lake.root == "/data/lake"
+            assert run.calendar.as_of_date == "2026-11-21"
+    assert build_resources(environ)["lake"].root == "/data/lake"  # outside Dagster: the value
+
+
+def test_a_bad_as_of_date_is_refused_when_the_definitions_load() -> None:
+    with pytest.raises(ValueError, match=settings.ENV_AS_OF_DATE):
+        build_resources({settings.ENV_AS_OF_DATE: "21/11/2026"}, as_env_vars=True)
