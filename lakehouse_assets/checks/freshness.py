@@ -14,11 +14,10 @@ from dataclasses import dataclass
 
 import dagster as dg
 
-from lakehouse_assets.bronze.assets import bronze_checkpoint
+from lakehouse_assets.bronze.position import StreamPosition
 from lakehouse_assets.constants import BRONZE, LANDING_DIR, asset_key
 from resources import KafkaResource, LakeResource
-from resources.checkpoints import committed_offsets, files_read, landed_times
-from resources.kafka_client import from_offsets
+from resources.checkpoints import landed_times
 from resources.settings import DEFAULT_FRESHNESS_S, ENV_FRESHNESS_S, freshness_limit_s
 
 FRESHNESS = "fresh"
@@ -46,8 +45,7 @@ def kafka_waiting(
 ) -> Waiting:
     """The records of the topics not yet in ``bronze.<table>``'s checkpoint, and the timestamp
     of the oldest (the first waiting record of each partition)."""
-    checkpoint = bronze_checkpoint(lake, table)
-    positions = from_offsets(committed_offsets(checkpoint) or {})
+    positions = StreamPosition(lake, table).offsets()
     subscribed = kafka.matching(pattern) if pattern else (topics or [table])
     lag = kafka.lag(subscribed, positions)
     lagging = {tp: positions.get(tp, 0) for tp, n in lag.items() if n > 0}
@@ -59,8 +57,7 @@ def kafka_waiting(
 
 def landing_waiting(lake: LakeResource, source: str) -> Waiting:
     """The landing files of ``source`` its stream has not read, and the oldest one's time."""
-    checkpoint = bronze_checkpoint(lake, source)
-    read = files_read(checkpoint)
+    read = StreamPosition(lake, source).files_read()
     landed = landed_times(lake.path(LANDING_DIR, source))
     new = [landed_at for name, landed_at in landed.items() if name not in read]
     if not new:

@@ -9,7 +9,7 @@ from kafka import KafkaAdminClient
 from pyspark.sql import SparkSession
 
 from lakehouse_assets.bronze import assets as bronze_assets
-from lakehouse_assets.bronze.assets import bronze_checkpoint
+from lakehouse_assets.bronze.position import StreamPosition
 from lakehouse_assets.constants import BRONZE, TOPIC_BPM, stream_name
 from lakehouse_assets.devtools.broker import EmbeddedBroker, free_port
 from lakehouse_assets_tests.bronze.helpers import (
@@ -156,7 +156,7 @@ def test_a_lake_filled_from_one_cluster_refuses_another(
     resources["kafka"].create_topic(TOPIC_BPM, partitions=1)
     produce(broker.bootstrap_servers, TOPIC_BPM, heart_rates(0, 3))
     materialize_bpm(resources)
-    checkpoint = bronze_checkpoint(resources["lake"], TOPIC_BPM)
+    checkpoint = StreamPosition(resources["lake"], TOPIC_BPM).checkpoint
     admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
     this_cluster = admin.describe_cluster()["cluster_id"]
     admin.close()

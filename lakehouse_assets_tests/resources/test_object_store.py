@@ -14,7 +14,8 @@ import dagster as dg
 import pytest
 from pyspark.sql import SparkSession
 
-from lakehouse_assets.bronze.assets import bronze_checkpoint, bronze_landing_assets
+from lakehouse_assets.bronze.assets import bronze_landing_assets
+from lakehouse_assets.bronze.position import StreamPosition
 from lakehouse_assets.constants import (
     BRONZE,
     CHECKPOINTS_DIR,
@@ -125,7 +126,7 @@ def test_bronze_streams_land_exactly_once_on_the_object_store(
         assert bronze_sequence_numbers(spark, s3_resources) == list(range(produced))
     assert lake.row_count(BRONZE, TOPIC_BPM) == produced  # the log, read by delta-rs
     ends = s3_resources["kafka"].end_offsets([TOPIC_BPM])  # the lag sensor's question:
-    assert checkpoints.kafka_caught_up(bronze_checkpoint(lake, TOPIC_BPM), ends)
+    assert StreamPosition(lake, TOPIC_BPM).kafka_caught_up(ends)
 
     dg.materialize([GYM_ASSET], resources=s3_resources)  # no landing folder yet: an empty table
     landing = lake.path(LANDING_DIR, LANDING_GYM_LOGINS)
@@ -139,8 +140,7 @@ def test_bronze_streams_land_exactly_once_on_the_object_store(
         (b"mac_address,gym,login,logout", "a.csv"),
         (b"mac_address,gym,login,logout", "b.csv"),
     ]
-    gym_checkpoint = bronze_checkpoint(lake, LANDING_GYM_LOGINS)
-    assert checkpoints.landing_caught_up(gym_checkpoint, landing)  # what the file sensor reads
+    assert StreamPosition(lake, LANDING_GYM_LOGINS).landing_caught_up(landing)  # the file sensor's
 
     # The nightly jobs: compaction and VACUUM, then a profile of each column, on S3.
     files_before = len(lake.table(BRONZE, TOPIC_BPM).file_uris())
