@@ -44,9 +44,9 @@ from pyspark.sql import DataFrame  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 
 from lakehouse_assets.devtools.spark_server import SparkConnectServer  # noqa: E402
+from lakehouse_assets.sources.read_spec import ReadSpec  # noqa: E402
 from lakehouse_assets.sources.reader import (  # noqa: E402
     Reader,
-    ReadSpec,
     _read_records,  # pyright: ignore[reportPrivateUsage]
     output_fields,
 )

@@ -16,18 +16,17 @@ fills as it always has.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 import pyarrow as pa
 import pyarrow.compute as compute
 
 from lakehouse_assets.sources import connect, debezium
+from lakehouse_assets.sources.json_lines import envelope_fields, lines, read_json
+from lakehouse_assets.sources.read_spec import ReadSpec
 from lakehouse_assets.sources.schema import Schema, arrow_type
 from lakehouse_assets.sources.values import Misfit
-
-if TYPE_CHECKING:
-    from lakehouse_assets.sources.reader import ReadSpec
 
 pc: Any = compute  # its functions are made at import time: the type checker cannot see them
 
@@ -63,7 +62,6 @@ def changes(
     """``(op, row, order)`` of envelopes with their schema (binary, no nulls), the row in the
     columns of ``spec.schema`` (the order None when ordered by offset); None when the record
     reader must read them."""
-    from lakehouse_assets.sources.columnar import lines
 
     text = lines(values)
     if text is None:
@@ -153,7 +151,6 @@ def parse(payloads: pa.Array, row: pa.DataType, order_by: str) -> pa.StructArray
     """``payloads`` (JSON objects on one line, no nulls) with ``op``, ``before``, ``after`` of
     type ``row`` and the ``order_by`` field (an integer); None when one does not parse with
     those types, or a row holds a field ``row`` lacks (the record reader refuses it)."""
-    from lakehouse_assets.sources.columnar import envelope_fields, read_json
 
     explicit = envelope_fields(order_by, row)
     table = read_json(payloads, explicit)

@@ -12,7 +12,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from lakehouse_assets.sources import schema as types
-from lakehouse_assets.sources.reader import ISSUES, Reader, ReadSpec
+from lakehouse_assets.sources.read_spec import ReadSpec
+from lakehouse_assets.sources.reader import ISSUES, Reader
 from lakehouse_assets.sources.schema import Schema, Type
 
 MAX_ISSUES = 10_000  # distinct (field, type) reports a batch's schema is grown from, at most

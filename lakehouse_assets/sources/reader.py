@@ -12,15 +12,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
 import pyarrow as pa
 
 from lakehouse_assets.sources import avro, columnar, connect, debezium
-from lakehouse_assets.sources import schema as types
-from lakehouse_assets.sources.schema import Schema, Type, arrow_type
+from lakehouse_assets.sources.read_spec import ReadSpec
+from lakehouse_assets.sources.schema import Type, arrow_type
 from lakehouse_assets.sources.values import Misfit, convert
 
 # Columns the reader adds to a record's typed fields.
@@ -30,27 +29,6 @@ SEQUENCE_TYPE = pa.decimal128(38, 6)
 ORDER_KIND = "_order_kind"  # what the order value was: long, double or timestamp (ISO text)
 UNAVAILABLE = "_unavailable"  # the columns a Debezium change holds the placeholder in (or null)
 TRUNCATE_REJECTED = "a truncate (op t), kept out: the declaration's 'truncate: apply' applies it"
-
-
-@dataclass(frozen=True)
-class ReadSpec:
-    """What the executors need to read a source's records: plain values, pickled to them."""
-
-    schema: Schema
-    flatten: bool
-    format: str  # json | debezium-json | avro
-    mode: str
-    keys: tuple[str, ...] = ()
-    order_by: str = "offset"
-    avsc: str | None = None  # the Avro schema, JSON
-    avro_framing: str = "confluent"
-    separator: str = "_"  # between a flattened column's parent and child names
-    keep_empty_strings: bool = False  # False: an empty string is stored as NULL
-    placeholder: str = debezium.PLACEHOLDER  # Debezium's unavailable.value.placeholder
-    truncates: bool = False  # a truncate is read (a delete of no key), not rejected
-
-    def leaves(self) -> list[tuple[str, tuple[str, ...], Type]]:
-        return list(types.leaves(self.schema, self.flatten, self.separator))
 
 
 def _slow_json(value: bytes) -> Any:

@@ -24,6 +24,7 @@ from lakehouse_assets.constants import BRONZE, SILVER
 from lakehouse_assets.sources import avro, cdc, debezium, evolution, transforms, writes
 from lakehouse_assets.sources import schema as types
 from lakehouse_assets.sources.declarations import CDC_MODES, SourceDeclaration
+from lakehouse_assets.sources.read_spec import ReadSpec
 from lakehouse_assets.sources.reader import (
     DELETED,
     OP,
@@ -31,7 +32,6 @@ from lakehouse_assets.sources.reader import (
     SEQUENCE,
     SKIPPED,
     UNAVAILABLE,
-    ReadSpec,
     output_fields,
     read_batches,
 )

@@ -14,7 +14,8 @@ import pytest
 
 from lakehouse_assets.sources import evolution
 from lakehouse_assets.sources import schema as types
-from lakehouse_assets.sources.reader import Reader, ReadSpec
+from lakehouse_assets.sources.read_spec import ReadSpec
+from lakehouse_assets.sources.reader import Reader
 
 UTC = dt.UTC
 

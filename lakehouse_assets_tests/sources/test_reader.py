@@ -9,7 +9,8 @@ from decimal import Decimal
 import pytest
 
 from lakehouse_assets.sources import cdc
-from lakehouse_assets.sources.reader import TRUNCATE_REJECTED, Reader, ReadSpec
+from lakehouse_assets.sources.read_spec import ReadSpec
+from lakehouse_assets.sources.reader import TRUNCATE_REJECTED, Reader
 from lakehouse_assets.sources.values import observed
 
 SCHEMA = {
