@@ -9,7 +9,6 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from lakehouse_assets.devtools.broker import DEFAULT_BROKER_PORT
 from resources import (
     ENV_AS_OF_DATE,
     ENV_KAFKA_BOOTSTRAP_SERVERS,
@@ -131,13 +130,14 @@ def produce_sample(users: int, days: int) -> None:
     from lakehouse_assets.constants import LANDING_DIR
     from lakehouse_assets.devtools import sample_data
     from resources import CalendarResource
+    from resources.settings import DEFAULT_KAFKA_BOOTSTRAP_SERVERS, DEFAULT_LAKEHOUSE_ROOT
 
     last = CalendarResource(as_of_date=os.environ.get(ENV_AS_OF_DATE) or None).today()
     sample = sample_data.generate(users, days, first_day=last - timedelta(days=days - 1))
-    root = object_store.absolute(os.environ.get(ENV_LAKEHOUSE_ROOT, "lake"))
+    root = object_store.absolute(os.environ.get(ENV_LAKEHOUSE_ROOT, DEFAULT_LAKEHOUSE_ROOT))
     object_store.check_root(root)
     sample_data.write_landing(root, sample.files)
-    servers = os.environ.get(ENV_KAFKA_BOOTSTRAP_SERVERS, f"127.0.0.1:{DEFAULT_BROKER_PORT}")
+    servers = os.environ.get(ENV_KAFKA_BOOTSTRAP_SERVERS, DEFAULT_KAFKA_BOOTSTRAP_SERVERS)
     counts = sample_data.produce(servers, sample.messages)
     print(f"Produced into {servers}: {counts}")
     print(f"Wrote {len(sample.files)} landing files under {root}/{LANDING_DIR}")

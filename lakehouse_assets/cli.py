@@ -29,6 +29,7 @@ from lakehouse_assets.devtools.spark_server import (
 )
 from resources import ENV_KAFKA_BOOTSTRAP_SERVERS, ENV_SPARK_MASTER, ENV_SPARK_REMOTE, spark_conf
 from resources.object_store import LakeRootUnreachable
+from resources.settings import DEFAULT_SPARK_MASTER
 
 if TYPE_CHECKING:
     pass
@@ -113,7 +114,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     run_server = commands.add_parser("spark-server", help="run a Spark Connect server")
     run_server.add_argument("--port", type=int, default=DEFAULT_CONNECT_PORT)
     run_server.add_argument("--host", default="127.0.0.1", help="address to listen on")
-    run_server.add_argument("--master", default=os.environ.get(ENV_SPARK_MASTER, "local[*]"))
+    run_server.add_argument(
+        "--master", default=os.environ.get(ENV_SPARK_MASTER, DEFAULT_SPARK_MASTER)
+    )
     run_dev = commands.add_parser("dev", help="`dagster dev` on a Spark Connect server")
     run_dev.add_argument("--port", type=int, default=3000, help="the UI's port (default 3000)")
     run_up = commands.add_parser(

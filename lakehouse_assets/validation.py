@@ -1,8 +1,9 @@
 """Pure validation of raw bronze records, for every pipeline: typed fields, a reason for each
 rejected record, and the rows of the quarantine table it goes to.
 
-The rules are those of ``docs/fitness_pipeline.md``: the first failing rule, in the order the
-fields are declared, is the reason. A record with a reason goes to its source's quarantine table.
+The first failing rule, in the order the fields are declared, is the reason (the fitness
+pipeline's rules are in ``docs/fitness_pipeline.md``). A record with a reason goes to its source's
+quarantine table.
 """
 
 from __future__ import annotations

@@ -7,11 +7,8 @@ import time
 import dagster as dg
 import pytest
 
-from lakehouse_assets.executor import (
-    materialize,
-    max_concurrent_steps,
-)
-from resources.settings import ENV_MAX_CONCURRENT_STEPS
+from lakehouse_assets.executor import materialize
+from resources.settings import ENV_MAX_CONCURRENT_STEPS, max_concurrent_steps
 
 WAIT_S = 20.0  # far longer than a step of these tests takes
 

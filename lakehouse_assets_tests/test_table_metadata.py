@@ -26,7 +26,7 @@ GYM_SUMMARY_ROWS = pa.table(
 )
 
 
-def test_the_column_schema_has_the_tables_types_and_the_layers_descriptions(
+def test_the_column_schema_has_the_tables_types_and_the_given_descriptions(
     tmp_path: Path,
 ) -> None:
     lake = LakeResource(root=str(tmp_path))

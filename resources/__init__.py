@@ -43,6 +43,9 @@ __all__ = [
 ]
 
 from resources.settings import (
+    DEFAULT_KAFKA_BOOTSTRAP_SERVERS,
+    DEFAULT_LAKEHOUSE_ROOT,
+    DEFAULT_SPARK_MASTER,
     ENV_AS_OF_DATE,
     ENV_DOCUMENTS_URL,
     ENV_FAIL_ON_DATA_LOSS,
@@ -83,9 +86,9 @@ def build_resources(
     Args:
         environ: the variables to read; the process environment when None.
         as_env_vars: pass each text setting whose variable is set as ``dg.EnvVar`` (for the
-            Definitions: Dagster reads the variable when a run starts, and its UI shows the
-            variable's name, never a value such as a URL's password). Resources used outside
-            Dagster take the values themselves.
+            Definitions: Dagster reads the variable from the process environment when a run
+            starts, and its UI shows the variable's name, never a value such as a URL's
+            password). Resources used outside Dagster take the values themselves.
     """
     import dagster as dg
 
@@ -98,23 +101,23 @@ def build_resources(
     env = os.environ if environ is None else environ
 
     def setting(name: str, default: str = "") -> str:
-        if not env.get(name):
+        if name not in env:
             return default
-        return dg.EnvVar(name) if as_env_vars else env[name]
+        return dg.EnvVar(name) if as_env_vars and env[name] else env[name]
 
     # A bad as-of date is refused now, not only when a run reads the variable.
     CalendarResource(as_of_date=env.get(ENV_AS_OF_DATE) or None)
     return {
         "spark": SparkResource(
             remote=setting(ENV_SPARK_REMOTE) or None,
-            master=setting(ENV_SPARK_MASTER, "local[*]"),
+            master=setting(ENV_SPARK_MASTER, DEFAULT_SPARK_MASTER),
             spark_config=spark_conf(env),
         ),
         "kafka": KafkaResource(
-            bootstrap_servers=setting(ENV_KAFKA_BOOTSTRAP_SERVERS, "127.0.0.1:9092"),
+            bootstrap_servers=setting(ENV_KAFKA_BOOTSTRAP_SERVERS, DEFAULT_KAFKA_BOOTSTRAP_SERVERS),
             fail_on_data_loss=env.get(ENV_FAIL_ON_DATA_LOSS, "true").strip().lower() != "false",
         ),
-        "lake": LakeResource(root=setting(ENV_LAKEHOUSE_ROOT, "lake")),
+        "lake": LakeResource(root=setting(ENV_LAKEHOUSE_ROOT, DEFAULT_LAKEHOUSE_ROOT)),
         "calendar": CalendarResource(as_of_date=setting(ENV_AS_OF_DATE) or None),
         "documents": DocumentStoreResource(url=setting(ENV_DOCUMENTS_URL) or None),
     }

@@ -1,7 +1,8 @@
 """Every setting the project reads from the environment, in one place: the variables' names,
 their defaults, and the functions that read and check them (README, "Configuration", lists them
-all). Each function takes the variables to read (the process environment when None) and names the
-variable in its error when a value is bad.
+all; ``build_resources`` in ``resources/__init__.py`` gives the resources theirs). Each function
+takes the variables to read (the process environment when None) and names the variable in its
+error when a value is bad.
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ ENV_FRESHNESS_S: Final = "LAKEHOUSE_FRESHNESS_S"
 ENV_QUARANTINE_WARN_RATE: Final = "LAKEHOUSE_QUARANTINE_WARN_RATE"
 ENV_SOURCES_DIR: Final = "LAKEHOUSE_SOURCES"
 
+DEFAULT_LAKEHOUSE_ROOT: Final = "lake"  # relative to the working directory
+DEFAULT_KAFKA_BOOTSTRAP_SERVERS: Final = "127.0.0.1:9092"
+DEFAULT_SPARK_MASTER: Final = "local[*]"
 DEFAULT_GOLD_START_DATE: Final = "2025-01-01"
 DEFAULT_MAX_CONCURRENT_STEPS: Final = 4
 PROFILE_MODES: Final = ("materialization", "schedule", "off")
@@ -157,11 +161,16 @@ def sensor_settings(environ: Mapping[str, str] | None = None) -> SensorSettings:
     """The sensor settings of an environment (defaults where a variable is unset)."""
     env = os.environ if environ is None else environ
     defaults = SensorSettings()
-    try:
-        return SensorSettings(
-            interval_s=int(env.get(ENV_SENSOR_INTERVAL_S, defaults.interval_s)),
-            lag_threshold=int(env.get(ENV_LAG_THRESHOLD, defaults.lag_threshold)),
-            lag_max_wait_s=int(env.get(ENV_LAG_MAX_WAIT_S, defaults.lag_max_wait_s)),
-        )
-    except ValueError as error:
-        raise ValueError(f"Sensor settings must be whole numbers: {error}") from error
+
+    def whole(name: str, default: int) -> int:
+        value = env.get(name, str(default))
+        try:
+            return int(value)
+        except ValueError:
+            raise ValueError(f"{name} must be a whole number, got {value!r}") from None
+
+    return SensorSettings(
+        interval_s=whole(ENV_SENSOR_INTERVAL_S, defaults.interval_s),
+        lag_threshold=whole(ENV_LAG_THRESHOLD, defaults.lag_threshold),
+        lag_max_wait_s=whole(ENV_LAG_MAX_WAIT_S, defaults.lag_max_wait_s),
+    )

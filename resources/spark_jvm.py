@@ -25,19 +25,17 @@ DELTA_SETTINGS: dict[str, str] = {
     # Every table records its changes, so downstream layers read them incrementally.
     "spark.databricks.delta.properties.defaults.enableChangeDataFeed": "true",
     # A table's state is rebuilt from its log in one task, not Delta's default 50: the lake's
-    # logs are small, and 50 tasks per snapshot made a small streaming batch 3x slower here.
+    # logs are small, and scheduling 50 tasks per snapshot costs more than reading one.
     # A cluster with tables of many thousand files may raise it in LAKEHOUSE_SPARK_CONF.
     "spark.databricks.delta.snapshotPartitions": "1",
-    # VACUUM lists a table's folders in this many tasks (Spark's default, 10,000, took 90 s to
-    # vacuum a table of 8 files here).
+    # VACUUM lists a table's folders in this many tasks; Spark's default, 10,000, schedules
+    # thousands of tasks with nothing to list for a table of a few files.
     "spark.sql.sources.parallelPartitionDiscovery.parallelism": "8",
 }
 # Settings fixed when an application starts (Spark's static SQL settings).
 STATIC_SETTINGS: dict[str, str] = {
     # Compiled query code kept for reuse: a graph run compiles more distinct classes than Spark's
-    # 100 and compiled them again (compiling was 31% of the server's sampled CPU in the demo).
-    # With 5,000, one sample graph ran 1.07-1.10x as fast, a second graph on the same server
-    # 1.12-1.18x (two A B pairs).
+    # default of 100 keeps, and would compile them again (benchmarks/spark_settings.py compares).
     "spark.sql.codegen.cache.maxEntries": "5000",
 }
 CONNECT_MODE_MARK = "SPARK_CONNECT_MODE_ENABLED"  # set by PySpark in a process using Connect

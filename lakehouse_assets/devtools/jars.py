@@ -30,7 +30,7 @@ DEBEZIUM_JARS_DIR = JARS_DIR.with_name("debezium")
 MAVEN_CENTRAL = "https://repo1.maven.org/maven2/"
 MIRROR_VARIABLE = "DEFAULT_ARTIFACT_REPOSITORY"  # Spark's own: the root of every repository
 # Ivy's downloads, shared by the user's checkouts (as pip's cache is): a new clone's install
-# resolves from it (8 s here) instead of downloading again (26 s). One folder per pin section.
+# resolves from it instead of downloading again. One folder per pin section.
 IVY_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "lakehouse" / "ivy"
 
 

@@ -20,8 +20,8 @@ from lakehouse_assets.constants import (
 from resources import LakeResource, SparkResource
 from resources.maintenance import SAFE_RETENTION_HOURS, optimize, vacuum
 
-# The tables a pipeline adds as it runs (a route-by-type source's, one per type it met), as
-# ``(table, asset key, partition)``, listed from the instance's dynamic partitions.
+# What lists, when maintenance runs, the tables a pipeline adds as it runs (e.g. a route-by-type
+# source's, one per type it met): each as ``(table, asset key, partition)``.
 TableLister = Callable[[dg.DagsterInstance], list[tuple[str, dg.AssetKey, str]]]
 LAYER_TABLES = {BRONZE: BRONZE_TABLES, SILVER: SILVER_TABLES, GOLD: GOLD_TABLES}
 

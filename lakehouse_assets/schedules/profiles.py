@@ -12,8 +12,9 @@ import dagster as dg
 
 from lakehouse_assets.constants import BRONZE, GOLD, SILVER, asset_key
 from lakehouse_assets.profiling.report import profile_metadata
-from lakehouse_assets.profiling.store import profile_mode, take_profile
+from lakehouse_assets.profiling.store import take_profile
 from resources import LakeResource, SparkResource
+from resources.settings import profile_mode
 
 SCHEDULED_LAYERS = {"materialization": (BRONZE,), "schedule": (BRONZE, SILVER, GOLD), "off": ()}
 

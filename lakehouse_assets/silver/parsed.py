@@ -188,7 +188,7 @@ def parsed_table_asset(spec: ParsedTable) -> dg.AssetsDefinition:
             ),
         ],
         check_specs=[
-            *check_specs(asset_key(SILVER, spec.table), RULES.get(spec.table)),
+            *check_specs(asset_key(SILVER, spec.table), RULES[spec.table]),
             reconciliation_spec(table_key, RECONCILED_WITH_BRONZE),
             not_empty_spec(table_key),
             quarantine_rate_spec(quarantine_key),
@@ -265,7 +265,7 @@ def parsed_table_asset(spec: ParsedTable) -> dg.AssetsDefinition:
                     session,
                     SILVER,
                     spec.table,
-                    RULES.get(spec.table),
+                    RULES[spec.table],
                     written=written,
                     batch=batch,
                 ),

@@ -21,6 +21,7 @@ AGE_LABELS = (*(label for _, label in AGE_BINS), "95+", "invalid age")
 
 
 def bpm_plausible(column: str, only_valid: bool = False) -> Condition:
+    """``column`` holds a heart rate a wearable can measure (where ``valid``, if ``only_valid``)."""
     low, high = PLAUSIBLE_BPM
     holds = f"{column} BETWEEN {low} AND {high}"
     return Condition(

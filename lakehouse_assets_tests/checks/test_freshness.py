@@ -13,10 +13,8 @@ from kafka import KafkaProducer
 
 from lakehouse_assets.bronze.assets import kafka_bronze_asset
 from lakehouse_assets.checks.freshness import (
-    ENV_FRESHNESS_S,
     FRESHNESS,
     freshness_evaluation,
-    freshness_limit_s,
     kafka_freshness_check,
     kafka_waiting,
     landing_waiting,
@@ -25,6 +23,7 @@ from lakehouse_assets.constants import BRONZE, LANDING_DIR, LANDING_GYM_LOGINS, 
 from lakehouse_assets.devtools.broker import EmbeddedBroker
 from lakehouse_assets.sensors.streams import kafka_lag_sensor
 from resources import SensorSettings
+from resources.settings import ENV_FRESHNESS_S, freshness_limit_s
 
 TOPIC = "heartbeats"
 KEY = asset_key(BRONZE, TOPIC)

@@ -51,6 +51,7 @@ def test_no_module_but_settings_names_a_variable() -> None:
         (settings.profile_mode, settings.ENV_PROFILE, "always"),
         (settings.freshness_limit_s, settings.ENV_FRESHNESS_S, "-1"),
         (settings.quarantine_warn_rate, settings.ENV_QUARANTINE_WARN_RATE, "1.5"),
+        (settings.sensor_settings, settings.ENV_LAG_THRESHOLD, "many"),
     ],
 )
 def test_a_bad_value_is_refused_naming_its_variable(read, variable: str, bad: str) -> None:
