@@ -59,6 +59,7 @@ from resources.settings import (
     ENV_SPARK_MASTER,
     ENV_SPARK_REMOTE,
     SensorSettings,
+    fail_on_data_loss,
     sensor_settings,
     spark_conf,
 )
@@ -115,7 +116,7 @@ def build_resources(
         ),
         "kafka": KafkaResource(
             bootstrap_servers=setting(ENV_KAFKA_BOOTSTRAP_SERVERS, DEFAULT_KAFKA_BOOTSTRAP_SERVERS),
-            fail_on_data_loss=env.get(ENV_FAIL_ON_DATA_LOSS, "true").strip().lower() != "false",
+            fail_on_data_loss=fail_on_data_loss(env),
         ),
         "lake": LakeResource(root=setting(ENV_LAKEHOUSE_ROOT, DEFAULT_LAKEHOUSE_ROOT)),
         "calendar": CalendarResource(as_of_date=setting(ENV_AS_OF_DATE) or None),

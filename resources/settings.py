@@ -65,6 +65,13 @@ def spark_conf(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     return {str(key): str(value) for key, value in conf.items()}
 
 
+def fail_on_data_loss(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether a stream whose checkpoint lies outside its topic's log fails
+    (``LAKEHOUSE_KAFKA_FAIL_ON_DATA_LOSS``: anything but ``false``, the default ``true``)."""
+    value = (os.environ if environ is None else environ).get(ENV_FAIL_ON_DATA_LOSS, "true")
+    return value.strip().lower() != "false"
+
+
 def gold_start_date(environ: Mapping[str, str] | None = None) -> str:
     """The first day a gold partition exists for (``LAKEHOUSE_GOLD_START_DATE``, ISO date);
     data of earlier days is not reported."""

@@ -5,8 +5,6 @@ import dagster as dg
 from pyspark.sql import functions as F
 
 from lakehouse_assets.checks.results import (
-    check_results,
-    check_specs,
     not_empty_result,
     not_empty_spec,
     require_upstream_checks_passed,
@@ -24,13 +22,12 @@ from lakehouse_assets.constants import (
 )
 from lakehouse_assets.profiling.store import profile_after_write
 from lakehouse_assets.silver import transforms
-from lakehouse_assets.silver.columns import DESCRIPTIONS, LINEAGE
 from lakehouse_assets.silver.incremental import SILVER_ASSET, SilverConfig, read_changes
 from lakehouse_assets.silver.layout import dated, days_of, layout, read_days
 from lakehouse_assets.silver.parsed import PARSED_TABLES, parsed_table_asset
-from lakehouse_assets.silver.rules import RULES
+from lakehouse_assets.silver.tables import silver_check_results, silver_check_specs, silver_metadata
 from lakehouse_assets.silver.workout_bpm import workout_bpm
-from lakehouse_assets.table_metadata import code_references, table_metadata
+from lakehouse_assets.table_metadata import code_references
 from resources import CalendarResource, LakeResource, SparkResource
 
 
@@ -39,7 +36,7 @@ from resources import CalendarResource, LakeResource, SparkResource
     pool=writer_pool(SILVER, COMPLETED_WORKOUTS),
     deps=[asset_key(SILVER, WORKOUTS)],
     check_specs=[
-        *check_specs(asset_key(SILVER, COMPLETED_WORKOUTS), RULES[COMPLETED_WORKOUTS]),
+        *silver_check_specs(COMPLETED_WORKOUTS),
         not_empty_spec(asset_key(SILVER, COMPLETED_WORKOUTS)),
     ],
     metadata=code_references(transform=transforms.completed_workouts),
@@ -78,19 +75,11 @@ def completed_workouts(
         batch = written_rows(context, key, rows, created)  # merged by the rules' key
     return dg.MaterializeResult(
         metadata={
-            **table_metadata(
-                lake,
-                SILVER,
-                COMPLETED_WORKOUTS,
-                DESCRIPTIONS[COMPLETED_WORKOUTS],
-                lineage=LINEAGE[COMPLETED_WORKOUTS],
-            ),
+            **silver_metadata(lake, COMPLETED_WORKOUTS),
             **profile_after_write(lake, session, SILVER, COMPLETED_WORKOUTS),
         },
         check_results=[
-            *check_results(
-                lake, session, SILVER, COMPLETED_WORKOUTS, RULES[COMPLETED_WORKOUTS], batch=batch
-            ),
+            *silver_check_results(lake, session, COMPLETED_WORKOUTS, batch=batch),
             not_empty_result(lake, key, [asset_key(SILVER, WORKOUTS)]),
         ],
     )
@@ -101,7 +90,7 @@ def completed_workouts(
     pool=writer_pool(SILVER, USER_BINS),
     deps=[asset_key(SILVER, USER_PROFILE)],
     check_specs=[
-        *check_specs(asset_key(SILVER, USER_BINS), RULES[USER_BINS]),
+        *silver_check_specs(USER_BINS),
         not_empty_spec(asset_key(SILVER, USER_BINS)),
     ],
     metadata=code_references(transform=transforms.user_bins),
@@ -129,14 +118,12 @@ def user_bins(
         batch = rows  # the whole table
     return dg.MaterializeResult(
         metadata={
-            **table_metadata(
-                lake, SILVER, USER_BINS, DESCRIPTIONS[USER_BINS], lineage=LINEAGE[USER_BINS]
-            ),
+            **silver_metadata(lake, USER_BINS),
             "as_of_date": as_of.isoformat(),
             **profile_after_write(lake, session, SILVER, USER_BINS),
         },
         check_results=[
-            *check_results(lake, session, SILVER, USER_BINS, RULES[USER_BINS], batch=batch),
+            *silver_check_results(lake, session, USER_BINS, batch=batch),
             not_empty_result(lake, key, [asset_key(SILVER, USER_PROFILE)]),
         ],
     )

@@ -15,8 +15,6 @@ from lakehouse_assets.checks.reconciliation import (
     bronze_reconciliation,
 )
 from lakehouse_assets.checks.results import (
-    check_results,
-    check_specs,
     checked_days,
     not_empty_result,
     not_empty_spec,
@@ -51,16 +49,15 @@ from lakehouse_assets.migrations import require_current
 from lakehouse_assets.profiling.store import profile_after_write
 from lakehouse_assets.silver import transforms
 from lakehouse_assets.silver.accounting import accounted_by_the_writes, batch_counts
-from lakehouse_assets.silver.columns import DESCRIPTIONS, LINEAGE
 from lakehouse_assets.silver.incremental import (
     SILVER_KINDS,
     SilverConfig,
     read_changes,
 )
 from lakehouse_assets.silver.layout import dated, days_of, layout, read_days
-from lakehouse_assets.silver.rules import RULES
-from lakehouse_assets.table_metadata import code_references, table_metadata
-from lakehouse_assets.validation import QUARANTINE, csv_quarantine, kafka_quarantine, valid
+from lakehouse_assets.silver.tables import silver_check_results, silver_check_specs, silver_metadata
+from lakehouse_assets.table_metadata import code_references
+from lakehouse_assets.validation import csv_quarantine, kafka_quarantine, valid
 from resources import LakeResource, SparkResource
 from resources.delta_merge import Condition, later
 from resources.lake import Markers
@@ -188,7 +185,7 @@ def parsed_table_asset(spec: ParsedTable) -> dg.AssetsDefinition:
             ),
         ],
         check_specs=[
-            *check_specs(asset_key(SILVER, spec.table), RULES[spec.table]),
+            *silver_check_specs(spec.table),
             reconciliation_spec(table_key, RECONCILED_WITH_BRONZE),
             not_empty_spec(table_key),
             quarantine_rate_spec(quarantine_key),
@@ -249,26 +246,12 @@ def parsed_table_asset(spec: ParsedTable) -> dg.AssetsDefinition:
         yield dg.MaterializeResult(
             asset_key=table_key,
             metadata={
-                **table_metadata(
-                    lake,
-                    SILVER,
-                    spec.table,
-                    DESCRIPTIONS[spec.table],
-                    lineage=LINEAGE[spec.table],
-                ),
+                **silver_metadata(lake, spec.table),
                 "upstream_version": dg.MetadataValue.text(str(_of(markers))),
                 **profile_after_write(lake, session, SILVER, spec.table),
             },
             check_results=[
-                *check_results(
-                    lake,
-                    session,
-                    SILVER,
-                    spec.table,
-                    RULES[spec.table],
-                    written=written,
-                    batch=batch,
-                ),
+                *silver_check_results(lake, session, spec.table, written, batch),
                 reconciliation_result(table_key, reconciled),
                 not_empty_result(lake, table_key, [upstream]),
             ],
@@ -276,13 +259,7 @@ def parsed_table_asset(spec: ParsedTable) -> dg.AssetsDefinition:
         yield dg.MaterializeResult(
             asset_key=quarantine_key,
             metadata={
-                **table_metadata(
-                    lake,
-                    SILVER,
-                    spec.quarantine_table,
-                    QUARANTINE,
-                    lineage=LINEAGE[spec.quarantine_table],
-                ),
+                **silver_metadata(lake, spec.quarantine_table),
                 "new_rejects": quarantined,
                 **profile_after_write(lake, session, SILVER, spec.quarantine_table),
             },

@@ -13,8 +13,6 @@ from lakehouse_assets.checks.reconciliation import (
     workout_bpm_reconciliation,
 )
 from lakehouse_assets.checks.results import (
-    check_results,
-    check_specs,
     checked_days,
     not_empty_result,
     not_empty_spec,
@@ -37,11 +35,10 @@ from lakehouse_assets.constants import (
 )
 from lakehouse_assets.profiling.store import profile_after_write
 from lakehouse_assets.silver import transforms
-from lakehouse_assets.silver.columns import DESCRIPTIONS, LINEAGE
 from lakehouse_assets.silver.incremental import SILVER_ASSET, SilverConfig, read_changes
 from lakehouse_assets.silver.layout import dated, days_of, days_of_each, layout, read_days, spread
-from lakehouse_assets.silver.rules import RULES
-from lakehouse_assets.table_metadata import code_references, table_metadata
+from lakehouse_assets.silver.tables import silver_check_results, silver_check_specs, silver_metadata
+from lakehouse_assets.table_metadata import code_references
 from resources import LakeResource, SparkResource
 
 WORKOUT_BPM_UPSTREAM = [asset_key(SILVER, t) for t in (COMPLETED_WORKOUTS, HEART_RATE, USERS)]
@@ -147,7 +144,7 @@ def _reconcile_readings(upstream: Upstream, days: list[str] | None) -> Outcome:
     pool=writer_pool(SILVER, WORKOUT_BPM),
     deps=WORKOUT_BPM_UPSTREAM,
     check_specs=[
-        *check_specs(asset_key(SILVER, WORKOUT_BPM), RULES[WORKOUT_BPM]),
+        *silver_check_specs(WORKOUT_BPM),
         reconciliation_spec(asset_key(SILVER, WORKOUT_BPM), READINGS_IN_WORKOUT_BPM),
         not_empty_spec(asset_key(SILVER, WORKOUT_BPM)),
     ],
@@ -213,20 +210,12 @@ def workout_bpm(
     written = [(DATE, "in", changed_days)] if changed_days is not None else None
     return dg.MaterializeResult(
         metadata={
-            **table_metadata(
-                lake, SILVER, WORKOUT_BPM, DESCRIPTIONS[WORKOUT_BPM], lineage=LINEAGE[WORKOUT_BPM]
-            ),
+            **silver_metadata(lake, WORKOUT_BPM),
             **profile_after_write(lake, session, SILVER, WORKOUT_BPM),
         },
         check_results=[
-            *check_results(
-                lake,
-                session,
-                SILVER,
-                WORKOUT_BPM,
-                RULES[WORKOUT_BPM],
-                written=checked_days(context, key, written),
-                batch=batch,
+            *silver_check_results(
+                lake, session, WORKOUT_BPM, checked_days(context, key, written), batch
             ),
             reconciliation_result(key, reconciled),
             not_empty_result(lake, key, WORKOUT_BPM_UPSTREAM),
