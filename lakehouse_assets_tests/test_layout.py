@@ -13,12 +13,12 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).parents[1]
 PACKAGE = REPO_ROOT / "lakehouse_assets"
 
-# What every source uses: streams into bronze, validation and quarantine, table metadata, checks,
-# profiles, sensors, schedules, the run's executor; and the resources beneath them all.
+# What every source uses: streams into bronze, validation and quarantine, the silver step, table
+# metadata, checks, profiles, sensors, schedules, the run's executor; and the resources beneath.
 PLATFORM = {
     "resources", "constants", "partitions", "automation", "executor", "run_launcher",
-    "table_metadata", "migrations", "validation", "bronze", "checks", "profiling", "sensors",
-    "schedules",
+    "table_metadata", "migrations", "validation", "refinement", "bronze", "checks", "profiling",
+    "sensors", "schedules",
 }  # fmt: skip
 # The pipelines built on it, which never import one another: the fitness reference pipeline and
 # the engine of declared sources.

@@ -1,5 +1,6 @@
 """Silver assets: the tables parsed from bronze (``parsed``) and the tables derived from other
-silver tables, each run reading only the upstream changes since its last (``incremental``)."""
+silver tables, each run reading only the upstream changes since its last
+(``refinement.read_changes``)."""
 
 import dagster as dg
 from pyspark.sql import functions as F
@@ -21,8 +22,9 @@ from lakehouse_assets.constants import (
     writer_pool,
 )
 from lakehouse_assets.profiling.store import profile_after_write
+from lakehouse_assets.refinement import read_changes
 from lakehouse_assets.silver import transforms
-from lakehouse_assets.silver.incremental import SILVER_ASSET, SilverConfig, read_changes
+from lakehouse_assets.silver.incremental import SILVER_ASSET, SilverConfig
 from lakehouse_assets.silver.layout import dated, days_of, layout, read_days
 from lakehouse_assets.silver.parsed import PARSED_TABLES, parsed_table_asset
 from lakehouse_assets.silver.tables import silver_check_results, silver_check_specs, silver_metadata
@@ -51,7 +53,8 @@ def completed_workouts(
     """Each start paired with its stop within 3 hours; a start waits for its stop."""
     require_upstream_checks_passed(context)
     session = spark.get_session()
-    changes, markers, fresh = read_changes(lake, session, COMPLETED_WORKOUTS, (SILVER, WORKOUTS))
+    new = read_changes(lake, session, COMPLETED_WORKOUTS, (SILVER, WORKOUTS))
+    changes, markers = new.rows, new.markers
     key, batch = asset_key(SILVER, COMPLETED_WORKOUTS), None
     if config.full_refresh:
         paired = transforms.completed_workouts(lake.read(session, SILVER, WORKOUTS))
@@ -59,7 +62,7 @@ def completed_workouts(
             SILVER, COMPLETED_WORKOUTS, dated(COMPLETED_WORKOUTS, paired), markers,
             layout(COMPLETED_WORKOUTS),
         )  # fmt: skip
-    elif fresh or not lake.exists(SILVER, COMPLETED_WORKOUTS):
+    elif new.fresh or not lake.exists(SILVER, COMPLETED_WORKOUTS):
         # A start and its stop are at most 3 hours apart: on the same day or on adjacent days.
         actions = read_days(lake, session, WORKOUTS, days_of(changes, before=1, after=1))
         changed = changes.select(*transforms.WORKOUT_KEYS).distinct()

@@ -1,6 +1,6 @@
 """Silver tables parsed from one bronze source each, with a quarantine table for the records
-that break its rules (``validation``): the multi-asset writing both, and the five of the
-fitness pipeline."""
+that break its rules (``validation``): how the fitness pipeline refines them (the step, its
+reads and its writes' markers: ``refinement``), and the five it has."""
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -16,10 +16,6 @@ from lakehouse_assets.checks.reconciliation import (
 )
 from lakehouse_assets.checks.results import (
     checked_days,
-    not_empty_result,
-    not_empty_spec,
-    quarantine_rate_result,
-    quarantine_rate_spec,
     reconciliation_result,
     reconciliation_spec,
     written_rows,
@@ -33,7 +29,6 @@ from lakehouse_assets.constants import (
     HEART_RATE,
     LANDING_GYM_LOGINS,
     LANDING_REGISTERED_USERS,
-    QUARANTINE_SUFFIX,
     SILVER,
     TOPIC_BPM,
     TOPIC_USER_INFO,
@@ -45,22 +40,25 @@ from lakehouse_assets.constants import (
     asset_tags,
     writer_pool,
 )
-from lakehouse_assets.migrations import require_current
-from lakehouse_assets.profiling.store import profile_after_write
+from lakehouse_assets.refinement import (
+    Changes,
+    Refinement,
+    quarantine_table,
+    read_changes,
+    refined_check_specs,
+    refined_results,
+    refined_specs,
+    write_quarantine,
+)
 from lakehouse_assets.silver import transforms
 from lakehouse_assets.silver.accounting import accounted_by_the_writes, batch_counts
-from lakehouse_assets.silver.incremental import (
-    SILVER_KINDS,
-    SilverConfig,
-    read_changes,
-)
+from lakehouse_assets.silver.incremental import SILVER_KINDS, SilverConfig
 from lakehouse_assets.silver.layout import dated, days_of, layout, read_days
 from lakehouse_assets.silver.tables import silver_check_results, silver_check_specs, silver_metadata
 from lakehouse_assets.table_metadata import code_references
 from lakehouse_assets.validation import csv_quarantine, kafka_quarantine, valid
 from resources import LakeResource, SparkResource
 from resources.delta_merge import Condition, later
-from resources.lake import Markers
 
 Transform = Callable[[DataFrame], DataFrame]
 
@@ -81,19 +79,7 @@ class ParsedTable:
 
     @property
     def quarantine_table(self) -> str:
-        return f"{self.source}{QUARANTINE_SUFFIX}"
-
-
-def _write_quarantine(
-    lake: LakeResource, spec: ParsedTable, parsed: DataFrame, markers: Markers, rejected: int
-) -> int:
-    """Append the ``rejected`` records of ``parsed`` (checkpointed) to the quarantine table."""
-    if lake.holds(SILVER, spec.quarantine_table, markers):
-        return 0
-    require_current(lake, SILVER, spec.quarantine_table)
-    if rejected or not lake.exists(SILVER, spec.quarantine_table):
-        lake.append(SILVER, spec.quarantine_table, spec.quarantine(parsed), markers=markers)
-    return rejected
+        return quarantine_table(self.source)
 
 
 def _rows_to_merge(
@@ -105,12 +91,6 @@ def _rows_to_merge(
         history = valid(spec.parse(lake.read(spark, BRONZE, spec.source)))
         accepted = history.join(changed, list(spec.keys), "left_semi")
     return dated(spec.table, spec.shape(accepted))
-
-
-def _rebuild(lake: LakeResource, spec: ParsedTable, parsed: DataFrame, markers: Markers) -> None:
-    """Replace both tables with what all of bronze (``parsed``) makes of them, a commit each."""
-    lake.replace(SILVER, spec.quarantine_table, spec.quarantine(parsed), markers)
-    lake.replace(SILVER, spec.table, all_rows(spec, parsed), markers, layout(spec.table))
 
 
 def all_rows(spec: ParsedTable, parsed: DataFrame) -> DataFrame:
@@ -155,41 +135,29 @@ def _reconcile(
 def parsed_table_asset(spec: ParsedTable) -> dg.AssetsDefinition:
     """The multi-asset writing ``silver.<table>`` and ``silver.<source>_quarantine``."""
     table_key = asset_key(SILVER, spec.table)
-    quarantine_key = asset_key(SILVER, spec.quarantine_table)
-    upstream = asset_key(BRONZE, spec.source)
-
-    common = {
-        "deps": [upstream],
-        "group_name": SILVER,
-        "kinds": SILVER_KINDS,
-        "automation_condition": silver_automation,
-        "owners": FITNESS_OWNERS,
-        "tags": asset_tags(SILVER, spec.source),
-        "metadata": code_references(parse=spec.parse, shape=spec.shape),
-    }
 
     @dg.multi_asset(
         name=f"silver_{spec.table}",
         pool=writer_pool(SILVER, spec.table),
-        specs=[
-            dg.AssetSpec(
-                table_key,
-                description=spec.shape.__doc__,
-                **common,
-            ),
-            dg.AssetSpec(
-                quarantine_key,
-                **common,
-                description=f"Rejected `{spec.source}` records: original bytes (`raw`) and their "
-                "readable text (`raw_text`), reason, coordinates.",
-            ),
-        ],
-        check_specs=[
-            *silver_check_specs(spec.table),
-            reconciliation_spec(table_key, RECONCILED_WITH_BRONZE),
-            not_empty_spec(table_key),
-            quarantine_rate_spec(quarantine_key),
-        ],
+        specs=refined_specs(
+            spec.table,
+            spec.source,
+            spec.shape.__doc__,
+            group_name=SILVER,
+            kinds=SILVER_KINDS,
+            automation_condition=silver_automation,
+            owners=FITNESS_OWNERS,
+            tags=asset_tags(SILVER, spec.source),
+            metadata=code_references(parse=spec.parse, shape=spec.shape),
+        ),
+        check_specs=refined_check_specs(
+            spec.table,
+            spec.source,
+            [
+                *silver_check_specs(spec.table),
+                reconciliation_spec(table_key, RECONCILED_WITH_BRONZE),
+            ],
+        ),
     )
     def _asset(
         context: dg.AssetExecutionContext,
@@ -198,79 +166,85 @@ def parsed_table_asset(spec: ParsedTable) -> dg.AssetsDefinition:
         lake: LakeResource,
     ) -> Iterator[dg.MaterializeResult]:
         session = spark.get_session()
-        changes, markers, fresh = read_changes(
-            lake, session, spec.table, (BRONZE, spec.source), config.full_refresh
-        )
-        # Materialized once: the writes and checks below each read it without reading bronze.
-        parsed = spec.parse(changes).localCheckpoint(eager=True)
-        rows = None
-        if not config.full_refresh and (fresh or not lake.exists(SILVER, spec.table)):
-            # Computed before the merge: it may read the rows the merge replaces.
-            rows = _rows_to_merge(lake, session, spec, parsed).localCheckpoint()
-        read, rejected, merged = batch_counts(
-            parsed, rows, spec.table, spec.from_history, lake.version(SILVER, spec.table)
-        )
-        quarantine_before = lake.version(SILVER, spec.quarantine_table)
-        if config.full_refresh:
-            _rebuild(lake, spec, parsed, markers)
-            quarantined = rejected
-        else:
-            quarantined = _write_quarantine(lake, spec, parsed, markers, rejected)
-        if rows is not None:
-            lake.merge(
-                SILVER, spec.table, rows, spec.keys, markers=markers, update_when=spec.update_when,
-                delete_flag="deleted" if spec.from_history else None,
-                partition_by=layout(spec.table),
-            )  # fmt: skip
-        # The days the merge wrote (its rows' own: a key's day is its row's); None: every day.
-        days = merged.days if merged is not None else None
-        accounted = (
-            read > 0
-            and merged is not None
-            and accounted_by_the_writes(
-                lake, spec.table, spec.quarantine_table, merged, quarantined, quarantine_before
-            )
-        )
-        # Else looked up in the tables: which records are missing, and where.
-        reconciled = (
-            Outcome(RECONCILED_WITH_BRONZE, 0, [])
-            if accounted
-            else _reconcile(lake, session, spec, parsed, read, rows, days)
-        )
-        days_written = [(DATE, "in", days)] if days is not None else None
-        written = checked_days(context, table_key, days_written)
-        batch = None
-        if rows is not None and merged is not None:  # merged by the rules' key (PARSED_TABLES)
-            live = rows.where(~F.col("deleted")) if spec.from_history else rows
-            batch = written_rows(context, table_key, live, created=merged.table_before is None)
-        yield dg.MaterializeResult(
-            asset_key=table_key,
-            metadata={
-                **silver_metadata(lake, spec.table),
-                "upstream_version": dg.MetadataValue.text(str(_of(markers))),
-                **profile_after_write(lake, session, SILVER, spec.table),
-            },
-            check_results=[
-                *silver_check_results(lake, session, spec.table, written, batch),
-                reconciliation_result(table_key, reconciled),
-                not_empty_result(lake, table_key, [upstream]),
-            ],
-        )
-        yield dg.MaterializeResult(
-            asset_key=quarantine_key,
-            metadata={
-                **silver_metadata(lake, spec.quarantine_table),
-                "new_rejects": quarantined,
-                **profile_after_write(lake, session, SILVER, spec.quarantine_table),
-            },
-            check_results=[quarantine_rate_result(quarantine_key, quarantined, read)],
-        )
+        upstream = (BRONZE, spec.source)
+        changes = read_changes(lake, session, spec.table, upstream, config.full_refresh)
+        done = _refine(context, lake, session, spec, changes, config.full_refresh)
+        yield from refined_results(lake, session, spec.table, spec.source, done)
 
     return _asset
 
 
-def _of(markers: Markers) -> int:
-    return next(iter(markers.values()))
+def _refine(
+    context: dg.AssetExecutionContext,
+    lake: LakeResource,
+    spark: SparkSession,
+    spec: ParsedTable,
+    changes: Changes,
+    rebuild: bool,
+) -> Refinement:
+    """Bring ``silver.<table>`` and the source's quarantine up to date with ``changes`` (with
+    ``rebuild``, all of bronze: each table replaced in one commit), and check them."""
+    table_key = asset_key(SILVER, spec.table)
+    # Materialized once: the writes and checks below each read it without reading bronze.
+    parsed = spec.parse(changes.rows).localCheckpoint(eager=True)
+    rows = None
+    if not rebuild and (changes.fresh or not lake.exists(SILVER, spec.table)):
+        # Computed before the merge: it may read the rows the merge replaces.
+        rows = _rows_to_merge(lake, spark, spec, parsed).localCheckpoint()
+    read, rejected, merged = batch_counts(
+        parsed, rows, spec.table, spec.from_history, lake.version(SILVER, spec.table)
+    )
+    quarantine_before = lake.version(SILVER, spec.quarantine_table)
+    quarantined = write_quarantine(
+        lake, spec.source, spec.quarantine(parsed), changes.markers, rebuild, rejected
+    )
+    if rebuild:
+        lake.replace(
+            SILVER, spec.table, all_rows(spec, parsed), changes.markers, layout(spec.table)
+        )
+    if rows is not None:
+        lake.merge(
+            SILVER, spec.table, rows, spec.keys, markers=changes.markers,
+            update_when=spec.update_when, delete_flag="deleted" if spec.from_history else None,
+            partition_by=layout(spec.table),
+        )  # fmt: skip
+    # The days the merge wrote (its rows' own: a key's day is its row's); None: every day.
+    days = merged.days if merged is not None else None
+    accounted = (
+        read > 0
+        and merged is not None
+        and accounted_by_the_writes(
+            lake, spec.table, spec.quarantine_table, merged, quarantined, quarantine_before
+        )
+    )
+    # Else looked up in the tables: which records are missing, and where.
+    reconciled = (
+        Outcome(RECONCILED_WITH_BRONZE, 0, [])
+        if accounted
+        else _reconcile(lake, spark, spec, parsed, read, rows, days)
+    )
+    days_written = [(DATE, "in", days)] if days is not None else None
+    written = checked_days(context, table_key, days_written)
+    batch = None
+    if rows is not None and merged is not None:  # merged by the rules' key (PARSED_TABLES)
+        live = rows.where(~F.col("deleted")) if spec.from_history else rows
+        batch = written_rows(context, table_key, live, created=merged.table_before is None)
+    return Refinement(
+        read=read,
+        rejected=quarantined,
+        metadata={
+            **silver_metadata(lake, spec.table),
+            "upstream_version": dg.MetadataValue.text(str(changes.upstream_version)),
+        },
+        checks=[
+            *silver_check_results(lake, spark, spec.table, written, batch),
+            reconciliation_result(table_key, reconciled),
+        ],
+        quarantine_metadata={
+            **silver_metadata(lake, spec.quarantine_table),
+            "new_rejects": quarantined,
+        },
+    )
 
 
 PARSED_TABLES = (

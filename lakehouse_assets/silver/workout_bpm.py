@@ -34,8 +34,9 @@ from lakehouse_assets.constants import (
     writer_pool,
 )
 from lakehouse_assets.profiling.store import profile_after_write
+from lakehouse_assets.refinement import read_changes
 from lakehouse_assets.silver import transforms
-from lakehouse_assets.silver.incremental import SILVER_ASSET, SilverConfig, read_changes
+from lakehouse_assets.silver.incremental import SILVER_ASSET, SilverConfig
 from lakehouse_assets.silver.layout import dated, days_of, days_of_each, layout, read_days, spread
 from lakehouse_assets.silver.tables import silver_check_results, silver_check_specs, silver_metadata
 from lakehouse_assets.table_metadata import code_references
@@ -162,24 +163,24 @@ def workout_bpm(
     (a registration changes only what follows it)."""
     require_upstream_checks_passed(context)
     session = spark.get_session()
-    new_workouts, workouts_marker, workouts_fresh = read_changes(
-        lake, session, WORKOUT_BPM, (SILVER, COMPLETED_WORKOUTS)
-    )
-    new_readings, readings_marker, readings_fresh = read_changes(
-        lake, session, WORKOUT_BPM, (SILVER, HEART_RATE)
-    )
+    workouts = read_changes(lake, session, WORKOUT_BPM, (SILVER, COMPLETED_WORKOUTS))
+    readings = read_changes(lake, session, WORKOUT_BPM, (SILVER, HEART_RATE))
+    new_workouts, new_readings = workouts.rows, readings.rows
     registrations_app = consumer_app_id(WORKOUT_BPM, (SILVER, USERS))
     consumed = lake.committed_version(SILVER, WORKOUT_BPM, registrations_app)
     changed, users_version = lake.changed_values(
         session, SILVER, USERS, consumed, ["user_id", "device_id", "registration_timestamp"]
     )
-    fresh = workouts_fresh or readings_fresh or users_version != consumed
-    markers = {**workouts_marker, **readings_marker, registrations_app: users_version}
-    (workouts_version,), (readings_version,) = workouts_marker.values(), readings_marker.values()
+    fresh = workouts.fresh or readings.fresh or users_version != consumed
+    markers = {**workouts.markers, **readings.markers, registrations_app: users_version}
     upstream = Upstream(
         lake,
         session,
-        {COMPLETED_WORKOUTS: workouts_version, HEART_RATE: readings_version, USERS: users_version},
+        {
+            COMPLETED_WORKOUTS: workouts.upstream_version,
+            HEART_RATE: readings.upstream_version,
+            USERS: users_version,
+        },
     )
     changed_days = None  # the start days of the workouts the run may change; None: every day
     key, batch = asset_key(SILVER, WORKOUT_BPM), None

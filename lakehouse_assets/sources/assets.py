@@ -10,24 +10,22 @@ from pydantic import Field
 from lakehouse_assets.automation import silver_automation
 from lakehouse_assets.bronze.assets import kafka_bronze_asset
 from lakehouse_assets.checks.freshness import kafka_freshness_check
-from lakehouse_assets.checks.results import (
-    check_results,
-    check_specs,
-    not_empty_result,
-    not_empty_spec,
-    quarantine_rate_result,
-    quarantine_rate_spec,
-    written_rows,
-)
+from lakehouse_assets.checks.results import check_results, check_specs, written_rows
 from lakehouse_assets.constants import (
     BRONZE,
     SILVER,
     asset_key,
     asset_tags,
-    consumer_app_id,
     writer_pool,
 )
 from lakehouse_assets.profiling.store import profile_after_write
+from lakehouse_assets.refinement import (
+    Refinement,
+    read_changes,
+    refined_check_specs,
+    refined_results,
+    refined_specs,
+)
 from lakehouse_assets.sensors.streams import kafka_lag_sensor
 from lakehouse_assets.sources import route_assets
 from lakehouse_assets.sources.columns import ADDED, field_description
@@ -81,12 +79,8 @@ def bronze_asset(source: SourceDeclaration) -> dg.AssetsDefinition:
 
 def silver_asset(source: SourceDeclaration) -> dg.AssetsDefinition:
     """``silver/<name>`` and ``silver/<name>_quarantine``, refined from ``bronze/<name>``."""
-    table_key = asset_key(SILVER, source.name)
-    quarantine_key = asset_key(SILVER, quarantine_table(source))
-    upstream = asset_key(BRONZE, source.name)
     shape = "flattened into <parent>_<child> columns" if source.flatten else "nested"
     common = {
-        "deps": [upstream],
         "group_name": SILVER,
         "kinds": SILVER_KINDS,
         "automation_condition": silver_automation,
@@ -94,44 +88,31 @@ def silver_asset(source: SourceDeclaration) -> dg.AssetsDefinition:
         "tags": {**asset_tags(SILVER, source.name), "lakehouse/mode": source.mode},
         "metadata": code_references(refine=refine),
     }
-
-    specs = [
-        dg.AssetSpec(
-            table_key,
-            description=f"{MODE_DESCRIPTIONS[source.mode]} of the declared source "
-            f"`{source.name}`, {shape}, with the Kafka coordinates (`_kafka_*`). Schema: "
-            f"`{'/'.join(schema_path(source))}` under the lake root."
-            + (f"\n\n{source.description}" if source.description else ""),
-            **common,
-        ),
-        dg.AssetSpec(
-            quarantine_key,
-            description=f"Rejected `{source.name}` records: original bytes (`raw`) and their "
-            "readable text (`raw_text`), reason, coordinates.",
-            **common,
-        ),
-    ]
+    description = (
+        f"{MODE_DESCRIPTIONS[source.mode]} of the declared source `{source.name}`, {shape}, "
+        f"with the Kafka coordinates (`_kafka_*`). Schema: `{'/'.join(schema_path(source))}` "
+        "under the lake root." + (f"\n\n{source.description}" if source.description else "")
+    )
+    specs = refined_specs(source.name, source.name, description, **common)
     if source.mode in CDC_MODES:
         specs.append(
             dg.AssetSpec(
                 asset_key(SILVER, deletes_table(source)),
                 description=f"The deletes applied to `silver.{source.name}`: keys, `_sequence` "
                 "and Kafka coordinates, so that older changes arriving later are known as older.",
+                deps=[asset_key(BRONZE, source.name)],
                 **common,
             )
         )
 
     rules = source_rules(source)
+    table_key = asset_key(SILVER, source.name)
 
     @dg.multi_asset(
         name=f"silver_{source.name}",
         pool=writer_pool(SILVER, source.name),
         specs=specs,
-        check_specs=[
-            *check_specs(table_key, rules),
-            not_empty_spec(table_key),
-            quarantine_rate_spec(quarantine_key),
-        ],
+        check_specs=refined_check_specs(source.name, source.name, check_specs(table_key, rules)),
     )
     def _asset(
         context: dg.AssetExecutionContext,
@@ -140,48 +121,42 @@ def silver_asset(source: SourceDeclaration) -> dg.AssetsDefinition:
         lake: LakeResource,
     ) -> Iterator[dg.MaterializeResult]:
         session = spark.get_session()
-        app_id = consumer_app_id(source.name, (BRONZE, source.name))
-        consumed = lake.committed_version(SILVER, source.name, app_id)
-        changes, version = lake.changes_since(
-            session, BRONZE, source.name, None if config.full_refresh else consumed, True
+        upstream = (BRONZE, source.name)
+        changes = read_changes(
+            lake, session, source.name, upstream, config.full_refresh, with_change_type=True
         )
-        metadata: dict[str, Any] = {"upstream_version": dg.MetadataValue.text(str(version))}
+        metadata: dict[str, Any] = {
+            "upstream_version": dg.MetadataValue.text(str(changes.upstream_version))
+        }
         done, created = Refined(), not lake.exists(SILVER, source.name)
         if config.reinfer_schema and lake.exists(BRONZE, source.name):
             reinfer_schema(lake, session, source)
-        if version != consumed or not lake.exists(SILVER, source.name) or config.full_refresh:
-            markers = {app_id: version}
-            done = refine(lake, session, source, changes, markers, config.full_refresh)
+        if changes.fresh or created:
+            done = refine(lake, session, source, changes.rows, changes.markers, config.full_refresh)
             context.log.info(f"silver.{source.name}: {done.metadata()}")
             metadata.update(done.metadata())
         batch = written_rows(context, table_key, done.merged, created)
-        yield dg.MaterializeResult(
-            asset_key=table_key,
-            metadata={
-                **table_metadata(lake, SILVER, source.name, ADDED, field_description(source)),
-                **metadata,
-                **profile_after_write(lake, session, SILVER, source.name),
-            },
-            check_results=[
-                *check_results(lake, session, SILVER, source.name, rules, batch=batch),
-                not_empty_result(lake, table_key, [upstream]),
-            ],
-        )
-        yield dg.MaterializeResult(
-            asset_key=quarantine_key,
-            metadata={
-                **table_metadata(lake, SILVER, quarantine_table(source), QUARANTINE),
-                **profile_after_write(lake, session, SILVER, quarantine_table(source)),
-            },
-            check_results=[quarantine_rate_result(quarantine_key, done.rejected, done.read)],
+        descriptions = (ADDED, field_description(source))
+        yield from refined_results(
+            lake,
+            session,
+            source.name,
+            source.name,
+            Refinement(
+                read=done.read,
+                rejected=done.rejected,
+                metadata={**table_metadata(lake, SILVER, source.name, *descriptions), **metadata},
+                checks=check_results(lake, session, SILVER, source.name, rules, batch=batch),
+                quarantine_metadata=table_metadata(
+                    lake, SILVER, quarantine_table(source), QUARANTINE
+                ),
+            ),
         )
         if source.mode in CDC_MODES:
             yield dg.MaterializeResult(
                 asset_key=asset_key(SILVER, deletes_table(source)),
                 metadata={
-                    **table_metadata(
-                        lake, SILVER, deletes_table(source), ADDED, field_description(source)
-                    ),
+                    **table_metadata(lake, SILVER, deletes_table(source), *descriptions),
                     **profile_after_write(lake, session, SILVER, deletes_table(source)),
                 },
             )

@@ -21,6 +21,7 @@ from pyspark.sql.pandas.types import from_arrow_type
 from pyspark.sql.types import StructField, StructType
 
 from lakehouse_assets.constants import BRONZE, SILVER
+from lakehouse_assets.refinement import write_quarantine
 from lakehouse_assets.sources import avro, cdc, debezium, evolution, transforms, writes
 from lakehouse_assets.sources import schema as types
 from lakehouse_assets.sources.declarations import CDC_MODES, SourceDeclaration
@@ -39,7 +40,6 @@ from lakehouse_assets.sources.schema import Schema
 from lakehouse_assets.validation import REASON, kafka_quarantine
 from resources import LakeResource
 from resources.delta import Markers
-from resources.spark import cached
 
 SCHEMAS_DIR = "_schemas"  # <root>/silver/_schemas/<source>.json, beside the silver tables
 # The bronze columns the reader reads or carries (the change feed's kind of change included).
@@ -168,7 +168,7 @@ def refine(
         return done
     if validity is not None:
         typed = _order_of_another_kind(typed, source.order_by, validity)
-    done.rejected = _quarantine(lake, source, typed, markers, rebuild)
+    done.rejected = write_quarantine(lake, source.name, kafka_quarantine(typed), markers, rebuild)
     valid = typed.where(F.col(REASON).isNull() & ~F.col(SKIPPED))
     fill = done.unavailable = [column for column in fill if column in columns]
     keep = [DELETED, *([OP, SEQUENCE] if source.mode in CDC_MODES else [])]
@@ -249,22 +249,3 @@ def read_growing(
         stored or {}, grown, source.flatten, source.separator
     )
     return grown, typed
-
-
-def _quarantine(
-    lake: LakeResource,
-    source: SourceDeclaration,
-    checked: DataFrame,
-    markers: Markers,
-    rebuild: bool,
-) -> int:
-    table = writes.quarantine_table(source)
-    if not rebuild and lake.holds(SILVER, table, markers):
-        return 0
-    with cached(kafka_quarantine(checked)) as rejected:
-        count = rejected.count()
-        if rebuild:
-            lake.replace(SILVER, table, rejected, markers)
-        elif count or not lake.exists(SILVER, table):
-            lake.append(SILVER, table, rejected, markers=markers)
-    return count

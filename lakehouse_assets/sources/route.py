@@ -20,13 +20,14 @@ from pyspark.sql.pandas.types import from_arrow_type
 from pyspark.sql.types import StructField, StructType
 
 from lakehouse_assets.constants import SILVER
+from lakehouse_assets.refinement import write_quarantine
 from lakehouse_assets.sources import documents, notices, transforms
 from lakehouse_assets.sources import schema as types
 from lakehouse_assets.sources.declarations import SourceDeclaration
 from lakehouse_assets.sources.reader import SKIPPED
 from lakehouse_assets.sources.refine import Refined, read_growing
 from lakehouse_assets.sources.routing import Routing
-from lakehouse_assets.sources.writes import quarantine_table, widen_table
+from lakehouse_assets.sources.writes import widen_table
 from lakehouse_assets.validation import REASON, kafka_quarantine
 from resources import LakeResource
 from resources.delta import Markers
@@ -275,9 +276,6 @@ def _quarantine(
     lake: LakeResource, source: SourceDeclaration, rejects: list[DataFrame], markers: Markers
 ) -> int:
     """Append the batch's rejected notices and documents; returns how many."""
-    table = quarantine_table(source)
-    if lake.holds(SILVER, table, markers):
-        return 0
-    rejected = functools.reduce(DataFrame.unionByName, rejects).localCheckpoint(eager=True)
-    lake.append(SILVER, table, rejected, markers=markers)
-    return rejected.count()
+    return write_quarantine(
+        lake, source.name, functools.reduce(DataFrame.unionByName, rejects), markers
+    )

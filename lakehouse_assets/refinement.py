@@ -1,0 +1,178 @@
+"""The silver step every pipeline's parsed tables share: a bronze table's new records refined
+into a silver table and the source's quarantine table, exactly once, and both reported.
+
+A step reads the bronze change data feed after the version its table recorded (a transaction
+marker in the table's own commits: ``read_changes``); the pipeline's refinement types the
+records, sends the rejected ones to the quarantine (``write_quarantine``) and writes the rest,
+each write carrying the marker, so that a re-run after a crash reads the same changes and no
+table takes them twice. ``refined_results`` then reports both tables: metadata, profiles, the
+table's checks, and the share of the records the quarantine took.
+
+What a pipeline brings is how its records are typed and checked and how its table keeps them:
+the fitness pipeline's fixed rules (``silver.parsed``), a declared source's inferred schema and
+mode (``sources.assets``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import dagster as dg
+from pyspark.sql import DataFrame, SparkSession
+
+from lakehouse_assets.checks.results import (
+    not_empty_result,
+    not_empty_spec,
+    quarantine_rate_result,
+    quarantine_rate_spec,
+)
+from lakehouse_assets.constants import (
+    BRONZE,
+    QUARANTINE_SUFFIX,
+    SILVER,
+    asset_key,
+    consumer_app_id,
+)
+from lakehouse_assets.migrations import require_current
+from lakehouse_assets.profiling.store import profile_after_write
+from resources import LakeResource
+from resources.lake import Markers
+
+
+@dataclass(frozen=True)
+class Changes:
+    """The upstream changes a run reads: ``rows``, the ``markers`` its writes commit with them,
+    and whether there are any the table has not consumed (``fresh``; always with ``everything``)."""
+
+    rows: DataFrame
+    markers: Markers
+    fresh: bool
+
+    @property
+    def upstream_version(self) -> int:
+        """The upstream version the changes reach."""
+        return next(iter(self.markers.values()))
+
+
+def read_changes(
+    lake: LakeResource,
+    spark: SparkSession,
+    table: str,
+    upstream: tuple[str, str],
+    everything: bool = False,
+    with_change_type: bool = False,
+) -> Changes:
+    """The changes of ``upstream`` (layer, table) that ``silver.<table>`` has not consumed yet
+    (all its rows when ``everything``), with the change feed's kind of change when
+    ``with_change_type``."""
+    app_id = consumer_app_id(table, upstream)
+    consumed = lake.committed_version(SILVER, table, app_id)
+    since = None if everything else consumed
+    rows, version = lake.changes_since(spark, *upstream, since, with_change_type)
+    return Changes(rows, {app_id: version}, version != consumed or everything)
+
+
+def quarantine_table(source: str) -> str:
+    """The quarantine table of bronze table ``source``: ``<source>_quarantine``."""
+    return f"{source}{QUARANTINE_SUFFIX}"
+
+
+def write_quarantine(
+    lake: LakeResource,
+    source: str,
+    rejects: DataFrame,
+    markers: Markers,
+    rebuild: bool = False,
+    count: int | None = None,
+) -> int:
+    """Append ``rejects`` (quarantine rows: ``validation``) to the quarantine of ``source`` with
+    ``markers``; with ``rebuild``, replace the table with them. Returns how many it took: none
+    when a commit with ``markers`` already holds them (a re-run). ``count``: how many rows
+    ``rejects`` has, when the caller knows (else they are counted). The first batch creates the
+    table, empty if need be, so that its readers find it."""
+    table = quarantine_table(source)
+    if rebuild:
+        lake.replace(SILVER, table, rejects, markers)
+        return count if count is not None else lake.row_count(SILVER, table)
+    if lake.holds(SILVER, table, markers):
+        return 0
+    require_current(lake, SILVER, table)
+    if count is None:  # computed once, for the count and the write
+        rejects = rejects.localCheckpoint(eager=True)
+        count = rejects.count()
+    if count or not lake.exists(SILVER, table):
+        lake.append(SILVER, table, rejects, markers=markers)
+    return count
+
+
+def refined_specs(
+    table: str, source: str, description: str | None, **common: Any
+) -> list[dg.AssetSpec]:
+    """The assets of a step: ``silver.<table>`` (``description``) and the source's quarantine,
+    both from ``bronze.<source>``; ``common``: what else both specs have."""
+    deps = {"deps": [asset_key(BRONZE, source)], **common}
+    return [
+        dg.AssetSpec(asset_key(SILVER, table), description=description, **deps),
+        dg.AssetSpec(
+            asset_key(SILVER, quarantine_table(source)),
+            description=f"Rejected `{source}` records: original bytes (`raw`) and their "
+            "readable text (`raw_text`), reason, coordinates.",
+            **deps,
+        ),
+    ]
+
+
+def refined_check_specs(
+    table: str, source: str, rules: Sequence[dg.AssetCheckSpec] = ()
+) -> list[dg.AssetCheckSpec]:
+    """The checks of a step: the table's ``rules``, that it is not empty while bronze is not,
+    and the quarantine's rate."""
+    return [
+        *rules,
+        not_empty_spec(asset_key(SILVER, table)),
+        quarantine_rate_spec(asset_key(SILVER, quarantine_table(source))),
+    ]
+
+
+@dataclass
+class Refinement:
+    """What a run of a step did, as its assets show it: the records it ``read`` and those it
+    ``rejected``, and, for the table and the quarantine, their metadata and check results."""
+
+    read: int = 0
+    rejected: int = 0
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    checks: Sequence[dg.AssetCheckResult] = ()
+    quarantine_metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+def refined_results(
+    lake: LakeResource,
+    spark: SparkSession,
+    table: str,
+    source: str,
+    done: Refinement,
+) -> Iterator[dg.MaterializeResult]:
+    """The materializations of a step's two tables after a run (``done``): each with its
+    metadata and profile; the table with its checks and whether it has rows, the quarantine
+    with the share of the records it took."""
+    key, quarantine = asset_key(SILVER, table), quarantine_table(source)
+    quarantine_key = asset_key(SILVER, quarantine)
+    yield dg.MaterializeResult(
+        asset_key=key,
+        metadata={**done.metadata, **profile_after_write(lake, spark, SILVER, table)},
+        check_results=[
+            *done.checks,
+            not_empty_result(lake, key, [asset_key(BRONZE, source)]),
+        ],
+    )
+    yield dg.MaterializeResult(
+        asset_key=quarantine_key,
+        metadata={
+            **done.quarantine_metadata,
+            **profile_after_write(lake, spark, SILVER, quarantine),
+        },
+        check_results=[quarantine_rate_result(quarantine_key, done.rejected, done.read)],
+    )
