@@ -27,12 +27,13 @@ from lakehouse_assets.constants import (
 from lakehouse_assets.definitions import all_assets
 from lakehouse_assets.devtools import sample_data
 from lakehouse_assets.devtools.broker import EmbeddedBroker
-from lakehouse_assets.sensors.streams import stream_sensors
+from lakehouse_assets.fitness import fitness_sensors
 from lakehouse_assets_tests import fitness_oracle as oracle
-from resources import CalendarResource
+from resources import CalendarResource, sensor_settings
 from resources.settings import ENV_PROFILE
 
 ASSETS = {key: asset for asset in all_assets for key in asset.keys}
+stream_sensors = fitness_sensors(sensor_settings())
 
 
 def tick_stream_sensors(

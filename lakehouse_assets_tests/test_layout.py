@@ -17,12 +17,12 @@ PACKAGE = REPO_ROOT / "lakehouse_assets"
 # metadata, checks, profiles, sensors, schedules, the run's executor; and the resources beneath.
 PLATFORM = {
     "resources", "constants", "partitions", "automation", "executor", "run_launcher",
-    "table_metadata", "migrations", "validation", "refinement", "bronze", "checks", "profiling",
-    "sensors", "schedules",
+    "table_metadata", "migrations", "validation", "refinement", "pipeline", "bronze", "checks",
+    "profiling", "sensors", "schedules",
 }  # fmt: skip
 # The pipelines built on it, which never import one another: the fitness reference pipeline and
 # the engine of declared sources.
-PIPELINES = {"silver": "fitness", "gold": "fitness", "sources": "declared"}
+PIPELINES = {"fitness": "fitness", "silver": "fitness", "gold": "fitness", "sources": "declared"}
 # Developer tooling: embedded services, sample data, the demos.
 TOOLING = {"devtools"}
 # What users start: the one Definitions, and the `lakehouse` command.

@@ -15,10 +15,7 @@ from lakehouse_assets.bronze.transforms import (
 )
 from lakehouse_assets.constants import (
     BRONZE,
-    FITNESS_OWNERS,
     KAFKA_BRONZE_PARTITION,
-    KAFKA_TOPICS,
-    LANDING_COLUMNS,
     LANDING_DIR,
     asset_key,
     asset_tags,
@@ -141,8 +138,11 @@ def kafka_bronze_asset(
     return _asset
 
 
-def landing_bronze_asset(source: str) -> dg.AssetsDefinition:
-    """The bronze asset of a landing-zone folder: each file's lines exactly once, as bytes."""
+def landing_bronze_asset(
+    source: str, columns: Sequence[str], owners: Sequence[str] = ()
+) -> dg.AssetsDefinition:
+    """The bronze asset of the landing-zone folder ``landing/<source>/``, whose CSV files have
+    ``columns``: each file's lines exactly once, as bytes."""
     stream = stream_name(BRONZE, source)
 
     @dg.asset(
@@ -150,11 +150,11 @@ def landing_bronze_asset(source: str) -> dg.AssetsDefinition:
         group_name=BRONZE,
         kinds={"spark", "delta", "csv"},
         pool=stream,
-        owners=FITNESS_OWNERS,
+        owners=list(owners) or None,
         tags=asset_tags(BRONZE, source),
         metadata=code_references(transform=landing_to_bronze),
         description=f"Lines of the CSV files dropped in `landing/{source}/` (columns "
-        f"{', '.join(LANDING_COLUMNS[source])}, after a header line), each file exactly once, "
+        f"{', '.join(columns)}, after a header line), each file exactly once, "
         "every line as the bytes the file holds, with the file name and load time.",
     )
     def _asset(
@@ -172,9 +172,3 @@ def landing_bronze_asset(source: str) -> dg.AssetsDefinition:
         return dg.MaterializeResult(metadata=metadata)
 
     return _asset
-
-
-bronze_kafka_assets = [
-    kafka_bronze_asset(topic, [topic], owners=FITNESS_OWNERS) for topic in KAFKA_TOPICS
-]
-bronze_landing_assets = [landing_bronze_asset(source) for source in LANDING_COLUMNS]

@@ -7,23 +7,14 @@ from collections.abc import Callable, Mapping, Sequence
 import dagster as dg
 from pydantic import Field
 
-from lakehouse_assets.constants import (
-    BRONZE,
-    BRONZE_TABLES,
-    GOLD,
-    GOLD_TABLES,
-    SILVER,
-    SILVER_TABLES,
-    Z_ORDER,
-    asset_key,
-)
+from lakehouse_assets.constants import BRONZE, GOLD, SILVER, asset_key
 from resources import LakeResource, SparkResource
 from resources.maintenance import SAFE_RETENTION_HOURS, optimize, vacuum
 
 # What lists, when maintenance runs, the tables a pipeline adds as it runs (e.g. a route-by-type
 # source's, one per type it met): each as ``(table, asset key, partition)``.
 TableLister = Callable[[dg.DagsterInstance], list[tuple[str, dg.AssetKey, str]]]
-LAYER_TABLES = {BRONZE: BRONZE_TABLES, SILVER: SILVER_TABLES, GOLD: GOLD_TABLES}
+LAYERS = (BRONZE, SILVER, GOLD)
 
 
 class MaintenanceConfig(dg.Config):
@@ -39,10 +30,15 @@ class MaintenanceConfig(dg.Config):
 
 
 def maintenance_job(
-    layer: str, tables: Sequence[str], listers: Sequence[TableLister] = ()
+    layer: str,
+    tables: Sequence[str],
+    listers: Sequence[TableLister] = (),
+    z_order: Mapping[str, Sequence[str]] | None = None,
 ) -> dg.JobDefinition:
     """The job optimizing and vacuuming every existing table of ``tables`` in ``layer``, and the
-    tables ``listers`` list when it runs (each a partition of its asset)."""
+    tables ``listers`` list when it runs (each a partition of its asset); a table named in
+    ``z_order`` is Z-ordered by its columns there, the others bin-packed."""
+    z_order = z_order or {}
 
     @dg.op(name=f"maintain_{layer}_tables")
     def maintain(
@@ -59,7 +55,8 @@ def maintenance_job(
                 continue
             session = spark.get_session()
             size = config.target_file_size_mb * 1024 * 1024
-            compacted = optimize(session, lake, layer, table, size, Z_ORDER.get(table, ()))
+            columns = z_order.get(table, ())
+            compacted = optimize(session, lake, layer, table, size, columns)
             vacuumed = vacuum(session, lake, layer, table, config.retention_hours, config.force)
             context.log_event(
                 dg.AssetObservation(
@@ -70,7 +67,7 @@ def maintenance_job(
                         "files_after": compacted["after"]["files"],
                         "bytes_before": compacted["before"]["bytes"],
                         "bytes_after": compacted["after"]["bytes"],
-                        "z_order": ", ".join(Z_ORDER.get(table, ())) or "-",
+                        "z_order": ", ".join(columns) or "-",
                         "files_vacuumed": vacuumed["files_removed"],
                     },
                 )
@@ -84,18 +81,18 @@ def maintenance_job(
 
 
 def maintenance_definitions(
-    extra_tables: Mapping[str, Sequence[str]], silver_listers: Sequence[TableLister] = ()
+    tables: Mapping[str, Sequence[str]],
+    silver_listers: Sequence[TableLister] = (),
+    z_order: Mapping[str, Sequence[str]] | None = None,
 ) -> tuple[dict[str, dg.JobDefinition], list[dg.ScheduleDefinition]]:
-    """The maintenance job of each layer (its tables and ``extra_tables``, e.g. of declared
-    sources; silver's also the tables ``silver_listers`` list, e.g. a route-by-type source's),
-    and their nightly schedules, running from the start."""
+    """The maintenance job of each layer (its ``tables``; silver's also the tables
+    ``silver_listers`` list, e.g. a route-by-type source's; Z-ordered by ``z_order``), and their
+    nightly schedules, running from the start."""
     jobs = {
         layer: maintenance_job(
-            layer,
-            [*tables, *extra_tables.get(layer, ())],
-            silver_listers if layer == SILVER else (),
+            layer, tables.get(layer, ()), silver_listers if layer == SILVER else (), z_order
         )
-        for layer, tables in LAYER_TABLES.items()
+        for layer in LAYERS
     }
     # Every night, bronze first (the layer the streams write most often), then silver, then gold;
     # on by default, as the sensors are: a table the user never toggled still gets compacted.
@@ -109,6 +106,3 @@ def maintenance_definitions(
         for layer, cron in ((BRONZE, "0 2 * * *"), (SILVER, "30 2 * * *"), (GOLD, "0 3 * * *"))
     ]
     return jobs, schedules
-
-
-maintenance_jobs, maintenance_schedules = maintenance_definitions({})

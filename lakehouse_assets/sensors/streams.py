@@ -24,10 +24,10 @@ from lakehouse_assets.checks.freshness import (
     kafka_waiting,
     landing_waiting,
 )
-from lakehouse_assets.constants import BRONZE, KAFKA_TOPICS, LANDING_COLUMNS, asset_key, stream_name
+from lakehouse_assets.constants import BRONZE, asset_key, stream_name
 from lakehouse_assets.sensors.chain import chain_request
 from lakehouse_assets.sensors.runs import runs_in_progress
-from resources import KafkaResource, LakeResource, SensorSettings, sensor_settings
+from resources import KafkaResource, LakeResource, SensorSettings
 from resources.streaming import STREAM_WRITE
 
 # Metadata keys of the lag observations, one chart each on the asset's Plots tab.
@@ -272,10 +272,3 @@ def landing_sensor(source: str, settings: SensorSettings) -> dg.SensorDefinition
         return _result(context, key, stream, decision, waiting, now, events)
 
     return _sensor
-
-
-SETTINGS = sensor_settings()
-stream_sensors = [
-    *[kafka_lag_sensor(topic, SETTINGS) for topic in KAFKA_TOPICS],
-    *[landing_sensor(source, SETTINGS) for source in LANDING_COLUMNS],
-]

@@ -1,6 +1,7 @@
 """The Dagster side of a declared source: its bronze and silver assets, its lag sensor and the
 tables maintenance keeps, all from the declaration."""
 
+import functools
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,6 +19,7 @@ from lakehouse_assets.constants import (
     asset_tags,
     writer_pool,
 )
+from lakehouse_assets.pipeline import Pipeline
 from lakehouse_assets.profiling.store import profile_after_write
 from lakehouse_assets.refinement import (
     Refinement,
@@ -198,3 +200,16 @@ def source_tables(source: SourceDeclaration) -> dict[str, list[str]]:
     if source.mode in CDC_MODES:
         silver.append(deletes_table(source))
     return {BRONZE: [source.name], SILVER: silver}
+
+
+def source_pipeline(source: SourceDeclaration, settings: SensorSettings) -> Pipeline:
+    """The declared source as the definitions take every pipeline, its sensors polling as
+    ``settings`` say."""
+    listers = [functools.partial(route_assets.routed_tables, source=source.name)]
+    return Pipeline(
+        assets=source_assets(source),
+        sensors=source_sensors(source, settings),
+        freshness_checks=source_freshness_checks(source),
+        tables=source_tables(source),
+        listers=listers if source.mode == ROUTE else (),
+    )

@@ -8,8 +8,8 @@ from typing import Any
 import dagster as dg
 from pyspark.sql import SparkSession
 
-from lakehouse_assets.bronze.assets import bronze_kafka_assets
 from lakehouse_assets.constants import BRONZE, HEART_RATE, SILVER, TOPIC_BPM, asset_key
+from lakehouse_assets.fitness import bronze_kafka_assets
 from lakehouse_assets.silver.assets import silver_assets
 
 BPM_ASSET = next(a for a in bronze_kafka_assets if a.key == asset_key(BRONZE, TOPIC_BPM))

@@ -14,7 +14,6 @@ import dagster as dg
 import pytest
 from pyspark.sql import SparkSession
 
-from lakehouse_assets.bronze.assets import bronze_landing_assets
 from lakehouse_assets.bronze.position import StreamPosition
 from lakehouse_assets.constants import (
     BRONZE,
@@ -24,9 +23,10 @@ from lakehouse_assets.constants import (
     TOPIC_BPM,
     asset_key,
 )
+from lakehouse_assets.definitions import defs
 from lakehouse_assets.devtools.broker import EmbeddedBroker
 from lakehouse_assets.devtools.s3_endpoint import S3Endpoint
-from lakehouse_assets.schedules.maintenance import maintenance_jobs
+from lakehouse_assets.fitness import bronze_landing_assets
 from lakehouse_assets.schedules.profiles import profile_job
 from lakehouse_assets_tests.bronze.helpers import (
     bronze_sequence_numbers,
@@ -145,7 +145,7 @@ def test_bronze_streams_land_exactly_once_on_the_object_store(
     # The nightly jobs: compaction and VACUUM, then a profile of each column, on S3.
     files_before = len(lake.table(BRONZE, TOPIC_BPM).file_uris())
     assert files_before > 1  # two partitions, two runs with records
-    result = maintenance_jobs[BRONZE].execute_in_process(resources=s3_resources)
+    result = defs.get_job_def("maintain_bronze").execute_in_process(resources=s3_resources)
     observed = observations(result)[asset_key(BRONZE, TOPIC_BPM)].metadata
     assert (observed["files_before"].value, observed["files_after"].value) == (files_before, 1)
     assert observed["files_vacuumed"].value == 0  # younger than the retention

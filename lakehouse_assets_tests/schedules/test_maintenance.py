@@ -9,7 +9,6 @@ from pyspark.sql import SparkSession
 
 from lakehouse_assets.constants import BRONZE, TOPIC_BPM, TOPIC_WORKOUT
 from lakehouse_assets.definitions import defs
-from lakehouse_assets.schedules.maintenance import maintenance_jobs
 
 
 def test_bronze_maintenance_compacts_each_table_and_records_it(
@@ -19,7 +18,7 @@ def test_bronze_maintenance_compacts_each_table_and_records_it(
     for batch in range(4):  # bpm: 4 small files; workout: none (not created yet)
         rows = spark.createDataFrame([(batch,)], "n long")
         rows.write.format("delta").mode("append").save(lake.spark_path(BRONZE, TOPIC_BPM))
-    result = maintenance_jobs[BRONZE].execute_in_process(resources=env)
+    result = defs.get_job_def("maintain_bronze").execute_in_process(resources=env)
     observations = [
         event.asset_observation_data.asset_observation
         for event in result.all_events

@@ -10,7 +10,6 @@ from unittest.mock import patch
 
 import dagster as dg
 
-from lakehouse_assets.bronze.assets import bronze_kafka_assets, bronze_landing_assets
 from lakehouse_assets.checks.freshness import kafka_waiting
 from lakehouse_assets.constants import (
     BRONZE,
@@ -23,6 +22,7 @@ from lakehouse_assets.constants import (
     stream_name,
 )
 from lakehouse_assets.devtools.broker import EmbeddedBroker
+from lakehouse_assets.fitness import bronze_kafka_assets, bronze_landing_assets
 from lakehouse_assets.sensors.streams import (
     LAG_BY_PARTITION,
     LAG_RECORDS,
