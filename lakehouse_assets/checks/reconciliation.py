@@ -6,7 +6,7 @@ and did not. Pure Spark; ``results.reconciliation_result`` makes a Dagster check
   record of the key; a key whose newest event is a delete is expected absent) or in the source's
   quarantine (its coordinates and bytes). Every bronze record is read by exactly one run (the
   runs' markers), so over the runs every bronze record is accounted for. A run's own commits
-  answer it first, by their operation metrics (``silver.parsed``); the lookup here counts and
+  answer it first, by their operation metrics (``refinement.parsed``); the lookup here counts and
   shows the missing records when they do not.
 - ``readings_in_workout_bpm`` (``workout_bpm``): every valid reading inside a completed workout,
   of a device its user had registered then, computed afresh from ``completed_workouts``,

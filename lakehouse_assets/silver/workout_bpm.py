@@ -34,10 +34,17 @@ from lakehouse_assets.constants import (
     writer_pool,
 )
 from lakehouse_assets.profiling.store import profile_after_write
-from lakehouse_assets.refinement import read_changes
+from lakehouse_assets.refinement.layout import (
+    dated,
+    days_of,
+    days_of_each,
+    layout,
+    read_days,
+    spread,
+)
+from lakehouse_assets.refinement.step import SilverConfig, read_changes
 from lakehouse_assets.silver import transforms
-from lakehouse_assets.silver.incremental import SILVER_ASSET, SilverConfig
-from lakehouse_assets.silver.layout import dated, days_of, days_of_each, layout, read_days, spread
+from lakehouse_assets.silver.asset_settings import SILVER_ASSET
 from lakehouse_assets.silver.tables import silver_check_results, silver_check_specs, silver_metadata
 from lakehouse_assets.table_metadata import code_references
 from resources import LakeResource, SparkResource

@@ -21,7 +21,8 @@ from lakehouse_assets.constants import (
 )
 from lakehouse_assets.pipeline import Pipeline
 from lakehouse_assets.profiling.store import profile_after_write
-from lakehouse_assets.refinement import (
+from lakehouse_assets.refinement.step import (
+    SILVER_KINDS,
     Refinement,
     read_changes,
     refined_check_specs,
@@ -39,7 +40,6 @@ from lakehouse_assets.table_metadata import code_references, table_metadata
 from lakehouse_assets.validation import QUARANTINE
 from resources import LakeResource, SensorSettings, SparkResource
 
-SILVER_KINDS = {"spark", "delta"}
 MODE_DESCRIPTIONS = {
     "append": "Every valid record, typed",
     "latest-per-key": "The latest valid record of each Kafka key (the highest offset wins; a "

@@ -21,7 +21,7 @@ from pyspark.sql.pandas.types import from_arrow_type
 from pyspark.sql.types import StructField, StructType
 
 from lakehouse_assets.constants import BRONZE, SILVER
-from lakehouse_assets.refinement import write_quarantine
+from lakehouse_assets.refinement.step import write_quarantine
 from lakehouse_assets.sources import avro, cdc, debezium, evolution, transforms, writes
 from lakehouse_assets.sources import schema as types
 from lakehouse_assets.sources.declarations import CDC_MODES, SourceDeclaration

@@ -20,7 +20,7 @@ from pyspark.sql.pandas.types import from_arrow_type
 from pyspark.sql.types import StructField, StructType
 
 from lakehouse_assets.constants import SILVER
-from lakehouse_assets.refinement import write_quarantine
+from lakehouse_assets.refinement.step import write_quarantine
 from lakehouse_assets.sources import documents, notices, transforms
 from lakehouse_assets.sources import schema as types
 from lakehouse_assets.sources.declarations import SourceDeclaration

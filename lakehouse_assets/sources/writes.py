@@ -10,8 +10,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, StructType
 
-from lakehouse_assets import refinement
 from lakehouse_assets.constants import SILVER
+from lakehouse_assets.refinement import step
 from lakehouse_assets.sources import cdc, transforms
 from lakehouse_assets.sources import schema as types
 from lakehouse_assets.sources.declarations import SourceDeclaration
@@ -24,7 +24,7 @@ from resources.spark import cached
 
 
 def quarantine_table(source: SourceDeclaration) -> str:
-    return refinement.quarantine_table(source.name)
+    return step.quarantine_table(source.name)
 
 
 def deletes_table(source: SourceDeclaration) -> str:

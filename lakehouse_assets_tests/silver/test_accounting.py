@@ -8,7 +8,7 @@ from datetime import date
 from pyspark.sql import SparkSession
 
 from lakehouse_assets.constants import HEART_RATE, USERS
-from lakehouse_assets.silver.accounting import MergedBatch, batch_counts
+from lakehouse_assets.refinement.accounting import MergedBatch, batch_counts
 
 
 def test_a_merge_into_a_table_records_every_source_row_deletes_included() -> None:

@@ -1,6 +1,6 @@
 """What a parsed silver step's writes took, told from the step's own counts and the operation
 metrics Delta recorded in its commits: ``reconciled_with_bronze`` passes on these without a query
-(``silver.parsed``); only when they disagree are the records looked up in the tables."""
+(``refinement.parsed``); only when they disagree are the records looked up in the tables."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from lakehouse_assets.constants import DATE, SILVER
-from lakehouse_assets.silver.layout import layout
+from lakehouse_assets.refinement.layout import layout
 from lakehouse_assets.validation import REASON
 from resources import LakeResource
 

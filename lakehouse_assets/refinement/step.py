@@ -9,7 +9,7 @@ table takes them twice. ``refined_results`` then reports both tables: metadata, 
 table's checks, and the share of the records the quarantine took.
 
 What a pipeline brings is how its records are typed and checked and how its table keeps them:
-the fitness pipeline's fixed rules (``silver.parsed``), a declared source's inferred schema and
+fixed rules (``parsed``: the fitness pipeline's), a declared source's inferred schema and
 mode (``sources.assets``).
 """
 
@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import dagster as dg
+from pydantic import Field
 from pyspark.sql import DataFrame, SparkSession
 
 from lakehouse_assets.checks.results import (
@@ -39,6 +40,18 @@ from lakehouse_assets.migrations import require_current
 from lakehouse_assets.profiling.store import profile_after_write
 from resources import LakeResource
 from resources.lake import Markers
+
+SILVER_KINDS = {"spark", "delta"}
+
+
+class SilverConfig(dg.Config):
+    """Options of one run of a silver asset."""
+
+    full_refresh: bool = Field(
+        default=False,
+        description="Rebuild the table from all of its upstream, replacing it in one commit "
+        "(readers see the old table until then).",
+    )
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,252 @@
+"""Silver tables parsed by fixed rules from one bronze table each, with the source's quarantine
+table for the records that break them (``validation``): what a pipeline declares of one
+(``ParsedTable``), and its multi-asset, on the silver step (``step``).
+
+A run parses the bronze changes it has not consumed, quarantines the rejects, merges the rest
+by the table's keys (or, for a table kept from its history, recomputes each changed key from all
+of its bronze records), and checks that every record it read is in one of the two tables.
+"""
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+import dagster as dg
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from lakehouse_assets.automation import silver_automation
+from lakehouse_assets.checks.reconciliation import (
+    RECONCILED_WITH_BRONZE,
+    bronze_reconciliation,
+)
+from lakehouse_assets.checks.results import (
+    check_results,
+    check_specs,
+    checked_days,
+    reconciliation_result,
+    reconciliation_spec,
+    written_rows,
+)
+from lakehouse_assets.checks.rules import TableRules
+from lakehouse_assets.checks.transforms import Outcome
+from lakehouse_assets.constants import BRONZE, DATE, SILVER, asset_key, asset_tags, writer_pool
+from lakehouse_assets.refinement.accounting import accounted_by_the_writes, batch_counts
+from lakehouse_assets.refinement.layout import dated, days_of, layout, read_days
+from lakehouse_assets.refinement.step import (
+    SILVER_KINDS,
+    Changes,
+    Refinement,
+    SilverConfig,
+    quarantine_table,
+    read_changes,
+    refined_check_specs,
+    refined_results,
+    refined_specs,
+    write_quarantine,
+)
+from lakehouse_assets.table_metadata import Column, code_references, table_metadata
+from lakehouse_assets.validation import QUARANTINE, valid
+from resources import LakeResource, SparkResource
+from resources.delta_merge import Condition
+
+Transform = Callable[[DataFrame], DataFrame]
+Lineage = Mapping[str, tuple[Column, ...]]
+
+
+@dataclass(frozen=True)
+class ParsedTable:
+    """A silver table parsed from one bronze source, with a quarantine table for rejects.
+
+    ``parse``: bronze rows typed, each with a ``reason`` when it is rejected; ``quarantine``:
+    the rejected ones in the quarantine's shape; ``shape``: the valid ones as the table's rows,
+    merged by ``keys`` (an existing row is updated only when ``update_when`` holds, if given).
+    ``rules``, ``descriptions``, ``lineage``: the table's checks and what its columns hold and
+    come from; ``quarantine_lineage``: the quarantine's columns'."""
+
+    table: str
+    source: str
+    parse: Transform
+    quarantine: Transform
+    shape: Transform
+    keys: tuple[str, ...]
+    update_when: Condition | None = None
+    # Recompute each changed key from all its valid source records (newest-wins with deletes).
+    from_history: bool = False
+    rules: TableRules | None = None
+    descriptions: Mapping[str, str] | None = None
+    lineage: Lineage | None = None
+    quarantine_lineage: Lineage | None = None
+    owners: Sequence[str] = ()
+
+    @property
+    def quarantine_table(self) -> str:
+        return quarantine_table(self.source)
+
+
+def _rows_to_merge(
+    lake: LakeResource, spark: SparkSession, spec: ParsedTable, parsed: DataFrame
+) -> DataFrame:
+    accepted = valid(parsed)
+    if spec.from_history:
+        changed = accepted.select(*spec.keys).distinct()
+        history = valid(spec.parse(lake.read(spark, BRONZE, spec.source)))
+        accepted = history.join(changed, list(spec.keys), "left_semi")
+    return dated(spec.table, spec.shape(accepted))
+
+
+def all_rows(spec: ParsedTable, parsed: DataFrame) -> DataFrame:
+    """The table's rows from all of bronze (``parsed``)."""
+    rows = dated(spec.table, spec.shape(valid(parsed)))
+    if spec.from_history:  # the newest event of a deleted key is its delete: no row
+        rows = rows.where(~F.col("deleted")).drop("deleted")
+    return rows
+
+
+def _reconcile(
+    lake: LakeResource,
+    spark: SparkSession,
+    spec: ParsedTable,
+    parsed: DataFrame,
+    read: int,
+    merged: DataFrame | None,
+    days: list[str] | None,
+) -> Outcome:
+    """Whether each of the run's bronze records (``parsed``, ``read`` of them) is now in silver
+    or quarantine, looked up in both tables; ``merged``: the rows the run merged
+    (``_rows_to_merge``), None when it merged none. A run that read no record has none to
+    account for: no query. In a table laid out by days, a row is looked for on its own day only
+    (where the merge put it: ``lake.merge`` looks for a key in the partitions of the batch's
+    rows), so the check reads the run's days (``days``: those of ``merged``, when known), not
+    the table's history."""
+    if not read:
+        return Outcome(RECONCILED_WITH_BRONZE, 0, [])
+    accepted = merged if merged is not None else _rows_to_merge(lake, spark, spec, parsed)
+    if spec.from_history:  # a key whose newest event is its delete has no row
+        accepted = accepted.where(~F.col("deleted"))
+    if layout(spec.table):
+        silver = read_days(lake, spark, spec.table, days if days is not None else days_of(accepted))
+    else:
+        silver = lake.read(spark, SILVER, spec.table)
+    return bronze_reconciliation(
+        spec.table, accepted, silver, spec.keys, spec.quarantine(parsed), spec.quarantine_table,
+        lake.read(spark, SILVER, spec.quarantine_table),
+    )  # fmt: skip
+
+
+def parsed_table_asset(spec: ParsedTable) -> dg.AssetsDefinition:
+    """The multi-asset writing ``silver.<table>`` and ``silver.<source>_quarantine``."""
+    table_key = asset_key(SILVER, spec.table)
+
+    @dg.multi_asset(
+        name=f"silver_{spec.table}",
+        pool=writer_pool(SILVER, spec.table),
+        specs=refined_specs(
+            spec.table,
+            spec.source,
+            spec.shape.__doc__,
+            group_name=SILVER,
+            kinds=SILVER_KINDS,
+            automation_condition=silver_automation,
+            owners=list(spec.owners) or None,
+            tags=asset_tags(SILVER, spec.source),
+            metadata=code_references(parse=spec.parse, shape=spec.shape),
+        ),
+        check_specs=refined_check_specs(
+            spec.table,
+            spec.source,
+            [
+                *check_specs(table_key, spec.rules),
+                reconciliation_spec(table_key, RECONCILED_WITH_BRONZE),
+            ],
+        ),
+    )
+    def _asset(
+        context: dg.AssetExecutionContext,
+        config: SilverConfig,
+        spark: SparkResource,
+        lake: LakeResource,
+    ) -> Iterator[dg.MaterializeResult]:
+        session = spark.get_session()
+        upstream = (BRONZE, spec.source)
+        changes = read_changes(lake, session, spec.table, upstream, config.full_refresh)
+        done = _refine(context, lake, session, spec, changes, config.full_refresh)
+        yield from refined_results(lake, session, spec.table, spec.source, done)
+
+    return _asset
+
+
+def _refine(
+    context: dg.AssetExecutionContext,
+    lake: LakeResource,
+    spark: SparkSession,
+    spec: ParsedTable,
+    changes: Changes,
+    rebuild: bool,
+) -> Refinement:
+    """Bring ``silver.<table>`` and the source's quarantine up to date with ``changes`` (with
+    ``rebuild``, all of bronze: each table replaced in one commit), and check them."""
+    table_key = asset_key(SILVER, spec.table)
+    # Materialized once: the writes and checks below each read it without reading bronze.
+    parsed = spec.parse(changes.rows).localCheckpoint(eager=True)
+    rows = None
+    if not rebuild and (changes.fresh or not lake.exists(SILVER, spec.table)):
+        # Computed before the merge: it may read the rows the merge replaces.
+        rows = _rows_to_merge(lake, spark, spec, parsed).localCheckpoint()
+    read, rejected, merged = batch_counts(
+        parsed, rows, spec.table, spec.from_history, lake.version(SILVER, spec.table)
+    )
+    quarantine_before = lake.version(SILVER, spec.quarantine_table)
+    quarantined = write_quarantine(
+        lake, spec.source, spec.quarantine(parsed), changes.markers, rebuild, rejected
+    )
+    if rebuild:
+        lake.replace(
+            SILVER, spec.table, all_rows(spec, parsed), changes.markers, layout(spec.table)
+        )
+    if rows is not None:
+        lake.merge(
+            SILVER, spec.table, rows, spec.keys, markers=changes.markers,
+            update_when=spec.update_when, delete_flag="deleted" if spec.from_history else None,
+            partition_by=layout(spec.table),
+        )  # fmt: skip
+    # The days the merge wrote (its rows' own: a key's day is its row's); None: every day.
+    days = merged.days if merged is not None else None
+    accounted = (
+        read > 0
+        and merged is not None
+        and accounted_by_the_writes(
+            lake, spec.table, spec.quarantine_table, merged, quarantined, quarantine_before
+        )
+    )
+    # Else looked up in the tables: which records are missing, and where.
+    reconciled = (
+        Outcome(RECONCILED_WITH_BRONZE, 0, [])
+        if accounted
+        else _reconcile(lake, spark, spec, parsed, read, rows, days)
+    )
+    days_written = [(DATE, "in", days)] if days is not None else None
+    written = checked_days(context, table_key, days_written)
+    batch = None
+    if rows is not None and merged is not None:  # merged by the rules' key (PARSED_TABLES)
+        live = rows.where(~F.col("deleted")) if spec.from_history else rows
+        batch = written_rows(context, table_key, live, created=merged.table_before is None)
+    return Refinement(
+        read=read,
+        rejected=quarantined,
+        metadata={
+            **table_metadata(
+                lake, SILVER, spec.table, spec.descriptions or {}, lineage=spec.lineage
+            ),
+            "upstream_version": dg.MetadataValue.text(str(changes.upstream_version)),
+        },
+        checks=[
+            *check_results(lake, spark, SILVER, spec.table, spec.rules, written, batch),
+            reconciliation_result(table_key, reconciled),
+        ],
+        quarantine_metadata={
+            **table_metadata(
+                lake, SILVER, spec.quarantine_table, QUARANTINE, lineage=spec.quarantine_lineage
+            ),
+            "new_rejects": quarantined,
+        },
+    )
