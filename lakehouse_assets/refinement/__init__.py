@@ -1,3 +1,4 @@
-"""Silver from bronze, for every pipeline: the step each parsed table takes (``step``), the
-tables parsed by fixed rules (``parsed``), what their writes took (``accounting``) and how the
-tables that grow with time are laid out by days (``layout``)."""
+"""Silver, for every pipeline: what a table has not consumed of its upstream (``changes``), the
+step a table parsed from bronze takes (``step``), the tables parsed by fixed rules (``parsed``),
+what their writes took (``accounting``), and how the tables that grow with time are laid out by
+days (``layout``)."""

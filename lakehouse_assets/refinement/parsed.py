@@ -31,14 +31,11 @@ from lakehouse_assets.checks.rules import TableRules
 from lakehouse_assets.checks.transforms import Outcome
 from lakehouse_assets.constants import BRONZE, DATE, SILVER, asset_key, asset_tags, writer_pool
 from lakehouse_assets.refinement.accounting import accounted_by_the_writes, batch_counts
+from lakehouse_assets.refinement.changes import SILVER_KINDS, Changes, SilverConfig, read_changes
 from lakehouse_assets.refinement.layout import dated, days_of, layout, read_days
 from lakehouse_assets.refinement.step import (
-    SILVER_KINDS,
-    Changes,
     Refinement,
-    SilverConfig,
     quarantine_table,
-    read_changes,
     refined_check_specs,
     refined_results,
     refined_specs,
@@ -227,7 +224,7 @@ def _refine(
     days_written = [(DATE, "in", days)] if days is not None else None
     written = checked_days(context, table_key, days_written)
     batch = None
-    if rows is not None and merged is not None:  # merged by the rules' key (PARSED_TABLES)
+    if rows is not None and merged is not None:  # merged by spec.keys, its rules' key
         live = rows.where(~F.col("deleted")) if spec.from_history else rows
         batch = written_rows(context, table_key, live, created=merged.table_before is None)
     return Refinement(

@@ -1,16 +1,15 @@
-"""The silver step every pipeline's parsed tables share: a bronze table's new records refined
-into a silver table and the source's quarantine table, exactly once, and both reported.
+"""The silver step a parsed table takes: a bronze table's new records refined into a silver table
+and the source's quarantine table, exactly once, and both reported.
 
-A step reads the bronze change data feed after the version its table recorded (a transaction
-marker in the table's own commits: ``read_changes``); the pipeline's refinement types the
-records, sends the rejected ones to the quarantine (``write_quarantine``) and writes the rest,
-each write carrying the marker, so that a re-run after a crash reads the same changes and no
-table takes them twice. ``refined_results`` then reports both tables: metadata, profiles, the
-table's checks, and the share of the records the quarantine took.
+A step reads the bronze changes its table has not consumed (``changes.read_changes``); its
+refinement types the records, sends the rejected ones to the quarantine (``write_quarantine``)
+and writes the rest, each write carrying the changes' marker, so that a re-run after a crash
+reads the same changes and no table takes them twice. ``refined_results`` then reports both
+tables: metadata, profiles, the table's checks, and the share of the records the quarantine
+took.
 
-What a pipeline brings is how its records are typed and checked and how its table keeps them:
-fixed rules (``parsed``: the fitness pipeline's), a declared source's inferred schema and
-mode (``sources.assets``).
+What a step's caller brings is how its records are typed and checked and how its table keeps
+them: fixed rules (``parsed.ParsedTable``), or a declared source's schema and mode.
 """
 
 from __future__ import annotations
@@ -20,7 +19,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import dagster as dg
-from pydantic import Field
 from pyspark.sql import DataFrame, SparkSession
 
 from lakehouse_assets.checks.results import (
@@ -34,57 +32,11 @@ from lakehouse_assets.constants import (
     QUARANTINE_SUFFIX,
     SILVER,
     asset_key,
-    consumer_app_id,
 )
 from lakehouse_assets.migrations import require_current
 from lakehouse_assets.profiling.store import profile_after_write
 from resources import LakeResource
 from resources.lake import Markers
-
-SILVER_KINDS = {"spark", "delta"}
-
-
-class SilverConfig(dg.Config):
-    """Options of one run of a silver asset."""
-
-    full_refresh: bool = Field(
-        default=False,
-        description="Rebuild the table from all of its upstream, replacing it in one commit "
-        "(readers see the old table until then).",
-    )
-
-
-@dataclass(frozen=True)
-class Changes:
-    """The upstream changes a run reads: ``rows``, the ``markers`` its writes commit with them,
-    and whether there are any the table has not consumed (``fresh``; always with ``everything``)."""
-
-    rows: DataFrame
-    markers: Markers
-    fresh: bool
-
-    @property
-    def upstream_version(self) -> int:
-        """The upstream version the changes reach."""
-        return next(iter(self.markers.values()))
-
-
-def read_changes(
-    lake: LakeResource,
-    spark: SparkSession,
-    table: str,
-    upstream: tuple[str, str],
-    everything: bool = False,
-    with_change_type: bool = False,
-) -> Changes:
-    """The changes of ``upstream`` (layer, table) that ``silver.<table>`` has not consumed yet
-    (all its rows when ``everything``), with the change feed's kind of change when
-    ``with_change_type``."""
-    app_id = consumer_app_id(table, upstream)
-    consumed = lake.committed_version(SILVER, table, app_id)
-    since = None if everything else consumed
-    rows, version = lake.changes_since(spark, *upstream, since, with_change_type)
-    return Changes(rows, {app_id: version}, version != consumed or everything)
 
 
 def quarantine_table(source: str) -> str:
@@ -106,16 +58,16 @@ def write_quarantine(
     ``rejects`` has, when the caller knows (else they are counted). The first batch creates the
     table, empty if need be, so that its readers find it."""
     table = quarantine_table(source)
-    if rebuild:
-        lake.replace(SILVER, table, rejects, markers)
-        return count if count is not None else lake.row_count(SILVER, table)
-    if lake.holds(SILVER, table, markers):
-        return 0
-    require_current(lake, SILVER, table)
+    if not rebuild:
+        if lake.holds(SILVER, table, markers):
+            return 0
+        require_current(lake, SILVER, table)
     if count is None:  # computed once, for the count and the write
         rejects = rejects.localCheckpoint(eager=True)
         count = rejects.count()
-    if count or not lake.exists(SILVER, table):
+    if rebuild:
+        lake.replace(SILVER, table, rejects, markers)
+    elif count or not lake.exists(SILVER, table):
         lake.append(SILVER, table, rejects, markers=markers)
     return count
 

@@ -1,11 +1,11 @@
 """What the fitness pipeline's derived silver assets share: their asset settings. Each reads only
-the upstream changes since its last run, exactly once (``refinement.step.read_changes``)."""
+the upstream changes since its last run, exactly once (``refinement.changes``)."""
 
 from typing import Any
 
 from lakehouse_assets.automation import silver_automation
 from lakehouse_assets.constants import FITNESS, FITNESS_OWNERS, SILVER, asset_tags
-from lakehouse_assets.refinement.step import SILVER_KINDS
+from lakehouse_assets.refinement.changes import SILVER_KINDS
 
 SILVER_ASSET: dict[str, Any] = {
     "group_name": SILVER,

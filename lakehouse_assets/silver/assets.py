@@ -1,6 +1,6 @@
 """Silver assets: the tables parsed from bronze (``parsed``) and the tables derived from other
 silver tables, each run reading only the upstream changes since its last
-(``refinement.step.read_changes``)."""
+(``refinement.changes``)."""
 
 import dagster as dg
 from pyspark.sql import functions as F
@@ -22,9 +22,9 @@ from lakehouse_assets.constants import (
     writer_pool,
 )
 from lakehouse_assets.profiling.store import profile_after_write
+from lakehouse_assets.refinement.changes import SilverConfig, read_changes
 from lakehouse_assets.refinement.layout import dated, days_of, layout, read_days
 from lakehouse_assets.refinement.parsed import parsed_table_asset
-from lakehouse_assets.refinement.step import SilverConfig, read_changes
 from lakehouse_assets.silver import transforms
 from lakehouse_assets.silver.asset_settings import SILVER_ASSET
 from lakehouse_assets.silver.parsed import PARSED_TABLES

@@ -34,6 +34,7 @@ from lakehouse_assets.constants import (
     writer_pool,
 )
 from lakehouse_assets.profiling.store import profile_after_write
+from lakehouse_assets.refinement.changes import SilverConfig, read_changes
 from lakehouse_assets.refinement.layout import (
     dated,
     days_of,
@@ -42,7 +43,6 @@ from lakehouse_assets.refinement.layout import (
     read_days,
     spread,
 )
-from lakehouse_assets.refinement.step import SilverConfig, read_changes
 from lakehouse_assets.silver import transforms
 from lakehouse_assets.silver.asset_settings import SILVER_ASSET
 from lakehouse_assets.silver.tables import silver_check_results, silver_check_specs, silver_metadata

@@ -21,10 +21,9 @@ from lakehouse_assets.constants import (
 )
 from lakehouse_assets.pipeline import Pipeline
 from lakehouse_assets.profiling.store import profile_after_write
+from lakehouse_assets.refinement.changes import SILVER_KINDS, read_changes
 from lakehouse_assets.refinement.step import (
-    SILVER_KINDS,
     Refinement,
-    read_changes,
     refined_check_specs,
     refined_results,
     refined_specs,
@@ -205,11 +204,13 @@ def source_tables(source: SourceDeclaration) -> dict[str, list[str]]:
 def source_pipeline(source: SourceDeclaration, settings: SensorSettings) -> Pipeline:
     """The declared source as the definitions take every pipeline, its sensors polling as
     ``settings`` say."""
-    listers = [functools.partial(route_assets.routed_tables, source=source.name)]
+    listers = []
+    if source.mode == ROUTE:  # its tables, one per type met, are listed when maintenance runs
+        listers.append(functools.partial(route_assets.routed_tables, source=source.name))
     return Pipeline(
         assets=source_assets(source),
         sensors=source_sensors(source, settings),
         freshness_checks=source_freshness_checks(source),
         tables=source_tables(source),
-        listers=listers if source.mode == ROUTE else (),
+        listers=listers,
     )

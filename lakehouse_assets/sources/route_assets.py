@@ -17,9 +17,9 @@ from lakehouse_assets.constants import (
     SILVER,
     asset_key,
     asset_tags,
-    consumer_app_id,
     writer_pool,
 )
+from lakehouse_assets.refinement.changes import read_changes
 from lakehouse_assets.sensors.streams import kafka_lag_sensor
 from lakehouse_assets.sources.declarations import SourceDeclaration
 from lakehouse_assets.sources.route import (
@@ -137,15 +137,13 @@ def router_asset(source: SourceDeclaration) -> dg.AssetsDefinition:
                     "records_rejected": rejected,
                 },
             )
-        app_id = consumer_app_id(index_table(source), (BRONZE, source.name))
-        consumed = lake.committed_version(SILVER, index_table(source), app_id)
         done = Routed()
         if lake.exists(BRONZE, source.name):
-            changes, version = lake.changes_since(session, BRONZE, source.name, consumed)
-            if version != consumed:
+            changes = read_changes(lake, session, index_table(source), (BRONZE, source.name))
+            if changes.fresh:
                 partitions = types_partitions(source).name or ""
                 done = route(
-                    lake, session, source, changes, {app_id: version}, url,
+                    lake, session, source, changes.rows, changes.markers, url,
                     lambda keys: context.instance.add_dynamic_partitions(partitions, keys),
                 )  # fmt: skip
                 context.log.info(f"silver.{source.name}: {done.metadata()}")
@@ -168,12 +166,10 @@ def _refresh_locations(lake: LakeResource, spark: SparkSession, source: SourceDe
     """Bring the location hierarchy up to date with its bronze stream; returns the location
     records quarantined."""
     upstream = (BRONZE, locations_table(source))
-    app_id = consumer_app_id(locations_table(source), upstream)
     if lake.exists(*upstream):
-        consumed = lake.committed_version(SILVER, locations_table(source), app_id)
-        records, version = lake.changes_since(spark, *upstream, consumed)
-        if version != consumed:
-            return update_locations(lake, source, records, {app_id: version})
+        changes = read_changes(lake, spark, locations_table(source), upstream)
+        if changes.fresh:
+            return update_locations(lake, source, changes.rows, changes.markers)
     return 0
 
 

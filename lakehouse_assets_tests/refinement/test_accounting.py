@@ -1,5 +1,5 @@
 """What a parsed step counts of its batch, and what its merge commit must record of its rows
-(``silver.accounting``)."""
+(``refinement.accounting``)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,65 @@
+"""What a silver table has not consumed of its upstream, exactly once: every silver asset reads
+its upstream's changes through ``read_changes`` and commits them with the marker it returns.
+
+A silver table records, in the same Delta commit as its data, the upstream version it consumed
+(a transaction marker ``{"silver.<table><-<layer>.<upstream>": version}``). The next run reads
+the upstream change data feed after that version; a re-run after a crash reads the same changes
+again, and the markers keep every table from taking them twice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import dagster as dg
+from pydantic import Field
+from pyspark.sql import DataFrame, SparkSession
+
+from lakehouse_assets.constants import SILVER, consumer_app_id
+from resources import LakeResource
+from resources.lake import Markers
+
+SILVER_KINDS = {"spark", "delta"}
+
+
+class SilverConfig(dg.Config):
+    """Options of one run of a silver asset."""
+
+    full_refresh: bool = Field(
+        default=False,
+        description="Rebuild the table from all of its upstream, replacing it in one commit "
+        "(readers see the old table until then).",
+    )
+
+
+@dataclass(frozen=True)
+class Changes:
+    """The upstream changes a run reads: ``rows``, the ``markers`` its writes commit with them,
+    and whether there are any the table has not consumed (``fresh``; always with ``everything``)."""
+
+    rows: DataFrame
+    markers: Markers
+    fresh: bool
+
+    @property
+    def upstream_version(self) -> int:
+        """The upstream version the changes reach."""
+        return next(iter(self.markers.values()))
+
+
+def read_changes(
+    lake: LakeResource,
+    spark: SparkSession,
+    table: str,
+    upstream: tuple[str, str],
+    everything: bool = False,
+    with_change_type: bool = False,
+) -> Changes:
+    """The changes of ``upstream`` (layer, table) that ``silver.<table>`` has not consumed yet
+    (all its rows when ``everything``), with the change feed's kind of change when
+    ``with_change_type``."""
+    app_id = consumer_app_id(table, upstream)
+    consumed = lake.committed_version(SILVER, table, app_id)
+    since = None if everything else consumed
+    rows, version = lake.changes_since(spark, *upstream, since, with_change_type)
+    return Changes(rows, {app_id: version}, version != consumed or everything)
