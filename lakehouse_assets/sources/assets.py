@@ -24,6 +24,7 @@ from lakehouse_assets.profiling.store import profile_after_write
 from lakehouse_assets.refinement.changes import SILVER_KINDS, read_changes
 from lakehouse_assets.refinement.step import (
     Refinement,
+    quarantine_table,
     refined_check_specs,
     refined_results,
     refined_specs,
@@ -34,7 +35,7 @@ from lakehouse_assets.sources.columns import ADDED, field_description
 from lakehouse_assets.sources.declarations import CDC_MODES, ROUTE, SourceDeclaration
 from lakehouse_assets.sources.refine import Refined, refine, reinfer_schema, schema_path
 from lakehouse_assets.sources.rules import source_rules
-from lakehouse_assets.sources.writes import deletes_table, quarantine_table
+from lakehouse_assets.sources.writes import deletes_table
 from lakehouse_assets.table_metadata import code_references, table_metadata
 from lakehouse_assets.validation import QUARANTINE
 from resources import LakeResource, SensorSettings, SparkResource
@@ -149,7 +150,7 @@ def silver_asset(source: SourceDeclaration) -> dg.AssetsDefinition:
                 metadata={**table_metadata(lake, SILVER, source.name, *descriptions), **metadata},
                 checks=check_results(lake, session, SILVER, source.name, rules, batch=batch),
                 quarantine_metadata=table_metadata(
-                    lake, SILVER, quarantine_table(source), QUARANTINE
+                    lake, SILVER, quarantine_table(source.name), QUARANTINE
                 ),
             ),
         )
@@ -195,7 +196,7 @@ def source_tables(source: SourceDeclaration) -> dict[str, list[str]]:
     """The source's tables per layer (for maintenance)."""
     if source.mode == ROUTE:
         return route_assets.route_tables(source)
-    silver = [source.name, quarantine_table(source)]
+    silver = [source.name, quarantine_table(source.name)]
     if source.mode in CDC_MODES:
         silver.append(deletes_table(source))
     return {BRONZE: [source.name], SILVER: silver}

@@ -20,6 +20,7 @@ from lakehouse_assets.constants import (
     writer_pool,
 )
 from lakehouse_assets.refinement.changes import read_changes
+from lakehouse_assets.refinement.step import quarantine_table
 from lakehouse_assets.sensors.streams import kafka_lag_sensor
 from lakehouse_assets.sources.declarations import SourceDeclaration
 from lakehouse_assets.sources.route import (
@@ -31,7 +32,6 @@ from lakehouse_assets.sources.route import (
     update_locations,
 )
 from lakehouse_assets.sources.routing import table_name
-from lakehouse_assets.sources.writes import quarantine_table
 from lakehouse_assets.table_metadata import code_references, table_metadata
 from lakehouse_assets.validation import QUARANTINE
 from resources import DocumentStoreResource, LakeResource, SensorSettings, SparkResource
@@ -89,7 +89,7 @@ def router_asset(source: SourceDeclaration) -> dg.AssetsDefinition:
             deps=deps, **common,
         ),
         dg.AssetSpec(
-            asset_key(SILVER, quarantine_table(source)),
+            asset_key(SILVER, quarantine_table(source.name)),
             description=f"Rejected `{source.name}` notices and documents: bytes, readable text, "
             "reason, Kafka coordinates.",
             deps=deps, **common,
@@ -107,7 +107,7 @@ def router_asset(source: SourceDeclaration) -> dg.AssetsDefinition:
             )
         )
 
-    quarantine_key = asset_key(SILVER, quarantine_table(source))
+    quarantine_key = asset_key(SILVER, quarantine_table(source.name))
 
     @dg.multi_asset(
         name=f"silver_{source.name}",
@@ -128,7 +128,7 @@ def router_asset(source: SourceDeclaration) -> dg.AssetsDefinition:
             if rejected:
                 context.log.warning(
                     f"{rejected} location records quarantined in "
-                    f"silver.{quarantine_table(source)}: see their reasons there"
+                    f"silver.{quarantine_table(source.name)}: see their reasons there"
                 )
             yield dg.MaterializeResult(
                 asset_key=asset_key(SILVER, locations_table(source)),
@@ -155,7 +155,7 @@ def router_asset(source: SourceDeclaration) -> dg.AssetsDefinition:
         )
         yield dg.MaterializeResult(
             asset_key=quarantine_key,
-            metadata=table_metadata(lake, SILVER, quarantine_table(source), QUARANTINE),
+            metadata=table_metadata(lake, SILVER, quarantine_table(source.name), QUARANTINE),
             check_results=[quarantine_rate_result(quarantine_key, done.rejected, done.read)],
         )
 
@@ -230,7 +230,7 @@ def route_freshness_checks(source: SourceDeclaration) -> list[dg.AssetChecksDefi
 
 def route_tables(source: SourceDeclaration) -> dict[str, list[str]]:
     """The source's fixed tables per layer (the routed tables are found in the lake)."""
-    silver = [index_table(source), quarantine_table(source)]
+    silver = [index_table(source), quarantine_table(source.name)]
     if routing_of(source).locations is not None:
         silver.append(locations_table(source))
     return {BRONZE: [t for t, _, _ in route_streams(source)], SILVER: silver}

@@ -11,7 +11,6 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, StructType
 
 from lakehouse_assets.constants import SILVER
-from lakehouse_assets.refinement import step
 from lakehouse_assets.sources import cdc, transforms
 from lakehouse_assets.sources import schema as types
 from lakehouse_assets.sources.declarations import SourceDeclaration
@@ -21,10 +20,6 @@ from lakehouse_assets.validation import REASON
 from resources import LakeResource
 from resources.delta_log import Markers, spark_schema
 from resources.spark import cached
-
-
-def quarantine_table(source: SourceDeclaration) -> str:
-    return step.quarantine_table(source.name)
 
 
 def deletes_table(source: SourceDeclaration) -> str:
