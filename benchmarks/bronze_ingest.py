@@ -388,7 +388,7 @@ def run_project(bootstrap: str, lake_root: str, server_pid: int | None) -> dict[
     """
     import dagster as dg
 
-    from lakehouse_assets.fitness import bronze_kafka_assets
+    from lakehouse_assets.fitness.pipeline import bronze_kafka_assets
     from resources import ENV_SPARK_REMOTE, build_resources
 
     env = project_env(bootstrap, lake_root)

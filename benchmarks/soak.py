@@ -37,7 +37,8 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 from benchmarks.produce_to_gold_latency import visible_in_gold, workout  # noqa: E402
-from lakehouse_assets.constants import BRONZE, KAFKA_TOPICS  # noqa: E402
+from lakehouse_assets.constants import BRONZE  # noqa: E402
+from lakehouse_assets.fitness.names import KAFKA_TOPICS  # noqa: E402
 from lakehouse_assets.sensors.streams import LAG_RECORDS  # noqa: E402
 
 DEVICES = range(1001, 1101)  # of users 1..100; the latency workouts are user 1's (device 1001)

@@ -28,6 +28,7 @@ def migrate() -> None:
     configured lake and Spark: check every table with Delta Lake for Spark, upgrade the tables of
     earlier layouts, carry the streams' markers over, rebuild the tables whose rule changed."""
     from lakehouse_assets import migrations
+    from lakehouse_assets.fitness.upgrades import UPGRADES
     from resources import build_resources
 
     resources = build_resources()
@@ -38,7 +39,7 @@ def migrate() -> None:
         protocols = migrations.table_protocols(spark, lake)
         print(f"Delta Lake for Spark reads the {len(protocols)} tables of {lake.root_uri}:")
         print("\n".join(f"  {line}" for line in protocols))
-        for upgrade in migrations.pending(lake):
+        for upgrade in migrations.pending(lake, UPGRADES):
             version = migrations.migrate(spark, lake, upgrade)
             rows = lake.row_count(upgrade.layer, upgrade.table)
             print(f"{upgrade.layer}.{upgrade.table}: {upgrade.change} ({rows} rows, "
@@ -58,8 +59,8 @@ def _rebuild_incomplete(resources: dict[str, Any]) -> list[str]:
     import dagster as dg
 
     from lakehouse_assets.constants import SILVER, asset_key
-    from lakehouse_assets.silver.assets import silver_assets
-    from lakehouse_assets.silver.parsed import PARSED_TABLES
+    from lakehouse_assets.fitness.silver.assets import silver_assets
+    from lakehouse_assets.fitness.silver.parsed import PARSED_TABLES
 
     lake, spark = resources["lake"], resources["spark"].get_session()
     incomplete = [spec for spec in PARSED_TABLES if keys_missing(lake, spark, spec)]

@@ -5,9 +5,10 @@ from collections.abc import Sequence
 
 import dagster as dg
 
-from lakehouse_assets.constants import BRONZE, BRONZE_TABLES, GOLD, SILVER, SILVER_TABLES
+from lakehouse_assets.constants import BRONZE, GOLD, SILVER
 from lakehouse_assets.executor import threaded_executor
-from lakehouse_assets.fitness import fitness_pipeline
+from lakehouse_assets.fitness.names import BRONZE_TABLES, SILVER_TABLES
+from lakehouse_assets.fitness.pipeline import fitness_pipeline
 from lakehouse_assets.pipeline import tables_by_layer
 from lakehouse_assets.schedules.maintenance import maintenance_definitions
 from lakehouse_assets.schedules.profiles import profile_job, profile_schedule

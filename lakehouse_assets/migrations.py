@@ -1,8 +1,9 @@
 """Upgrades of tables written by earlier versions of the lakehouse to this version's layout.
 
-``lakehouse migrate`` runs them. An asset that finds one of its tables in an earlier layout
-refuses to write to it, and its error names that command: nothing is converted behind the user's
-back, and nothing already in the lake is lost.
+A pipeline names which of its tables earlier versions wrote in another layout, each with its
+upgrade (built here), and ``lakehouse migrate`` runs them. An asset that finds its table in an
+earlier layout refuses to write to it, and its error names that command: nothing is converted
+behind the user's back, and nothing already in the lake is lost.
 
 - Kafka bronze tables held the key and the value as text (bytes that were not UTF-8 had been
   replaced by U+FFFD, so those original bytes are gone for good) and had no ``timestampType`` or
@@ -34,7 +35,7 @@ delta-rs, streams read by a Python Kafka source) is taken over in place:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
@@ -45,15 +46,9 @@ from lakehouse_assets.constants import (
     BRONZE,
     CHECKPOINTS_DIR,
     GOLD,
-    GYM_LOGS,
     KAFKA_BRONZE_PARTITION,
-    KAFKA_TOPICS,
-    LANDING_COLUMNS,
-    LANDING_GYM_LOGINS,
-    LANDING_REGISTERED_USERS,
     QUARANTINE_SUFFIX,
     SILVER,
-    USERS,
     consumer_app_id,
     stream_name,
 )
@@ -63,8 +58,6 @@ from resources import LakeResource, checkpoints, delta, delta_log
 from resources.kafka import HEADERS_SQL_TYPE
 
 MIGRATE_COMMAND = "lakehouse migrate"
-# The silver table parsed from each landing source (see ``silver.parsed.PARSED_TABLES``).
-LANDING_SILVER = {LANDING_REGISTERED_USERS: USERS, LANDING_GYM_LOGINS: GYM_LOGS}
 
 
 @dataclass(frozen=True)
@@ -123,26 +116,32 @@ def _quarantine(rows: DataFrame) -> DataFrame:
     )  # fmt: skip
 
 
-UPGRADES = (
-    *(
-        Upgrade(BRONZE, topic, _text("value"), "key and value as text",
-                "key and value as bytes, with timestampType and headers", _kafka_bronze,
-                (KAFKA_BRONZE_PARTITION,))
-        for topic in KAFKA_TOPICS
-    ),
-    *(
-        Upgrade(BRONZE, source, lambda schema: "line" not in schema.fieldNames(),
-                "the CSV values as columns", "each row as a line of bytes (the values joined "
-                "with commas: the original line was not kept)", _landing_bronze(columns),
-                consumers=(LANDING_SILVER[source],))
-        for source, columns in LANDING_COLUMNS.items()
-    ),
-    *(
-        Upgrade(SILVER, f"{source}{QUARANTINE_SUFFIX}", _text("raw"), "raw as text",
-                "raw as bytes, with raw_text", _quarantine)
-        for source in (*KAFKA_TOPICS, *LANDING_COLUMNS)
-    ),
-)  # fmt: skip
+def kafka_bronze_upgrade(topic: str) -> Upgrade:
+    """The upgrade of ``bronze.<topic>``, a Kafka bronze table that held key and value as text."""
+    return Upgrade(
+        BRONZE, topic, _text("value"), "key and value as text",
+        "key and value as bytes, with timestampType and headers", _kafka_bronze,
+        (KAFKA_BRONZE_PARTITION,),
+    )  # fmt: skip
+
+
+def landing_bronze_upgrade(source: str, columns: tuple[str, ...], consumer: str) -> Upgrade:
+    """The upgrade of ``bronze.<source>``, a landing table that held the CSV ``columns`` as
+    columns, read by ``silver.<consumer>``."""
+    return Upgrade(
+        BRONZE, source, lambda schema: "line" not in schema.fieldNames(),
+        "the CSV values as columns", "each row as a line of bytes (the values joined with "
+        "commas: the original line was not kept)", _landing_bronze(columns),
+        consumers=(consumer,),
+    )  # fmt: skip
+
+
+def quarantine_upgrade(source: str) -> Upgrade:
+    """The upgrade of ``silver.<source>_quarantine``, which held ``raw`` as text."""
+    return Upgrade(
+        SILVER, f"{source}{QUARANTINE_SUFFIX}", _text("raw"), "raw as text",
+        "raw as bytes, with raw_text", _quarantine,
+    )  # fmt: skip
 
 
 def _outdated(lake: LakeResource, upgrade: Upgrade) -> bool:
@@ -150,21 +149,26 @@ def _outdated(lake: LakeResource, upgrade: Upgrade) -> bool:
     return snapshot is not None and upgrade.outdated(delta_log.spark_schema(snapshot))
 
 
-def pending(lake: LakeResource) -> list[Upgrade]:
-    """The upgrades the lake's tables need."""
-    return [upgrade for upgrade in UPGRADES if _outdated(lake, upgrade)]
+def pending(lake: LakeResource, upgrades: Sequence[Upgrade]) -> list[Upgrade]:
+    """Those of ``upgrades`` the lake's tables need."""
+    return [upgrade for upgrade in upgrades if _outdated(lake, upgrade)]
 
 
-def require_current(lake: LakeResource, layer: str, table: str) -> None:
-    """Raise ``OutdatedTableError`` when ``layer.table`` is in an earlier layout."""
-    for upgrade in UPGRADES:
-        if (upgrade.layer, upgrade.table) == (layer, table) and _outdated(lake, upgrade):
-            raise OutdatedTableError(
-                f"The table {layer}.{table} ({lake.table_uri(layer, table)}) was written by an "
-                f"earlier version of the lakehouse ({upgrade.earlier}). Run "
-                f"`{MIGRATE_COMMAND}` once, while no run writes to the lake ({upgrade.change}; "
-                "every row is kept), then run again."
-            )
+def require_current(lake: LakeResource, upgrade: Upgrade | None) -> None:
+    """Raise ``OutdatedTableError`` when ``upgrade``'s table is in its earlier layout (None: a
+    table no earlier version wrote in another layout, nothing to ask).
+
+    Raises:
+        OutdatedTableError: the table needs ``lakehouse migrate``.
+    """
+    if upgrade is not None and _outdated(lake, upgrade):
+        layer, table = upgrade.layer, upgrade.table
+        raise OutdatedTableError(
+            f"The table {layer}.{table} ({lake.table_uri(layer, table)}) was written by an "
+            f"earlier version of the lakehouse ({upgrade.earlier}). Run "
+            f"`{MIGRATE_COMMAND}` once, while no run writes to the lake ({upgrade.change}; "
+            "every row is kept), then run again."
+        )
 
 
 def _readers(lake: LakeResource, source: tuple[str, str]) -> dict[tuple[str, str], int]:

@@ -2,9 +2,8 @@
 description of every column, each column's nulls and bounds from the Delta log
 (``profiling.file_stats``), the column lineage, and where the code that computes it lives.
 
-The descriptions and lineage are the pipeline's, given by each asset (the fitness tables' live
-next to each layer's transforms, ``<layer>/columns.py``); the column types come from the Delta
-table itself, so they are always the table's own.
+The descriptions and lineage are the pipeline's, given by each asset; the column types come
+from the Delta table itself, so they are always the table's own.
 """
 
 import inspect

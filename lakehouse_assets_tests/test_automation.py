@@ -13,21 +13,19 @@ from typing import Any
 import dagster as dg
 import pytest
 
-from lakehouse_assets.constants import (
+from lakehouse_assets.constants import GOLD, SILVER, asset_key
+from lakehouse_assets.definitions import all_assets
+from lakehouse_assets.devtools import sample_data
+from lakehouse_assets.devtools.broker import EmbeddedBroker
+from lakehouse_assets.fitness.names import (
     COMPLETED_WORKOUTS,
-    GOLD,
     HEART_RATE,
-    SILVER,
     TOPIC_BPM,
     TOPIC_WORKOUT,
     WORKOUT_BPM,
     WORKOUT_BPM_SUMMARY,
-    asset_key,
 )
-from lakehouse_assets.definitions import all_assets
-from lakehouse_assets.devtools import sample_data
-from lakehouse_assets.devtools.broker import EmbeddedBroker
-from lakehouse_assets.fitness import fitness_sensors
+from lakehouse_assets.fitness.pipeline import fitness_sensors
 from lakehouse_assets_tests import fitness_oracle as oracle
 from resources import CalendarResource, sensor_settings
 from resources.settings import ENV_PROFILE

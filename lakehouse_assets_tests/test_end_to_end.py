@@ -17,26 +17,23 @@ import pytest
 from pyspark.sql import SparkSession
 
 from lakehouse_assets.bronze.columns import KAFKA_RECORD, LANDING_LINE
-from lakehouse_assets.constants import (
-    BRONZE,
-    COMPLETED_WORKOUTS,
-    GOLD,
-    GYM_SUMMARY,
-    KAFKA_TOPICS,
-    LANDING_COLUMNS,
-    QUARANTINE_SUFFIX,
-    SILVER,
-    USER_BINS,
-    WORKOUT_BPM,
-)
-from lakehouse_assets.constants import WORKOUT_BPM_SUMMARY as BPM_SUMMARY
+from lakehouse_assets.constants import BRONZE, GOLD, QUARANTINE_SUFFIX, SILVER
 from lakehouse_assets.definitions import all_assets, defs
 from lakehouse_assets.devtools import sample_data
 from lakehouse_assets.devtools.broker import EmbeddedBroker
 from lakehouse_assets.devtools.demo import materialize_graph, silver_days
-from lakehouse_assets.gold import columns as gold_columns
-from lakehouse_assets.silver import columns as silver_columns
-from lakehouse_assets.silver.parsed import PARSED_TABLES
+from lakehouse_assets.fitness.gold import columns as gold_columns
+from lakehouse_assets.fitness.names import (
+    COMPLETED_WORKOUTS,
+    GYM_SUMMARY,
+    KAFKA_TOPICS,
+    LANDING_COLUMNS,
+    USER_BINS,
+    WORKOUT_BPM,
+)
+from lakehouse_assets.fitness.names import WORKOUT_BPM_SUMMARY as BPM_SUMMARY
+from lakehouse_assets.fitness.silver import columns as silver_columns
+from lakehouse_assets.fitness.silver.parsed import PARSED_TABLES
 from lakehouse_assets_tests import fitness_oracle as oracle
 from resources import CalendarResource, LakeResource
 

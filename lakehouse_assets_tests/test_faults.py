@@ -34,17 +34,15 @@ import dagster as dg
 import pytest
 from deltalake import DeltaTable
 
-from lakehouse_assets.constants import (
-    BRONZE,
-    GOLD,
+from lakehouse_assets.constants import BRONZE, GOLD, SILVER
+from lakehouse_assets.devtools import sample_data
+from lakehouse_assets.devtools.service import free_port
+from lakehouse_assets.fitness.names import (
     GYM_SUMMARY,
     KAFKA_TOPICS,
     LANDING_COLUMNS,
-    SILVER,
     WORKOUT_BPM_SUMMARY,
 )
-from lakehouse_assets.devtools import sample_data
-from lakehouse_assets.devtools.service import free_port
 from lakehouse_assets_tests.conftest import INTERPRETED
 from lakehouse_assets_tests.test_end_to_end import assert_reports_match
 from resources import LakeResource

@@ -22,7 +22,7 @@ PLATFORM = {
 }  # fmt: skip
 # The pipelines built on it, which never import one another: the fitness reference pipeline and
 # the engine of declared sources.
-PIPELINES = {"fitness": "fitness", "silver": "fitness", "gold": "fitness", "sources": "declared"}
+PIPELINES = {"fitness": "fitness", "sources": "declared"}
 # Developer tooling: embedded services, sample data, the demos.
 TOOLING = {"devtools"}
 # What users start: the one Definitions, and the `lakehouse` command.

@@ -23,17 +23,8 @@ from lakehouse_assets.admin import keys_missing
 from lakehouse_assets.constants import (
     BRONZE,
     CHECKPOINTS_DIR,
-    GYM_SUMMARY,
-    HEART_RATE,
-    KAFKA_TOPICS,
-    LANDING_COLUMNS,
     LANDING_DIR,
-    LANDING_REGISTERED_USERS,
     SILVER,
-    TOPIC_BPM,
-    TOPIC_WORKOUT,
-    USERS,
-    WORKOUT_BPM_SUMMARY,
     asset_key,
     stream_name,
 )
@@ -41,9 +32,21 @@ from lakehouse_assets.devtools import sample_data
 from lakehouse_assets.devtools.broker import EmbeddedBroker
 from lakehouse_assets.devtools.demo import materialize_graph
 from lakehouse_assets.devtools.sample_data import LandingFile, Message, produce
+from lakehouse_assets.fitness.names import (
+    GYM_SUMMARY,
+    HEART_RATE,
+    KAFKA_TOPICS,
+    LANDING_COLUMNS,
+    LANDING_REGISTERED_USERS,
+    TOPIC_BPM,
+    TOPIC_WORKOUT,
+    USERS,
+    WORKOUT_BPM_SUMMARY,
+)
+from lakehouse_assets.fitness.silver.assets import silver_assets
+from lakehouse_assets.fitness.silver.parsed import PARSED_TABLES
+from lakehouse_assets.fitness.upgrades import UPGRADES
 from lakehouse_assets.migrations import OutdatedTableError
-from lakehouse_assets.silver.assets import silver_assets
-from lakehouse_assets.silver.parsed import PARSED_TABLES
 from lakehouse_assets_tests.bronze.helpers import BPM_ASSET, HEART_RATE_ASSET
 from lakehouse_assets_tests.test_end_to_end import AS_OF, assert_reports_match, gold_rows
 from resources import (
@@ -117,7 +120,7 @@ def test_old_tables_are_refused_then_upgraded_keeping_rows_markers_and_consumers
     printed = capsys.readouterr().out
     assert "bronze.registered_users: each row as a line" in printed
     assert "silver.workout_quarantine: raw as bytes" in printed
-    assert migrations.pending(lake) == []
+    assert migrations.pending(lake, UPGRADES) == []
     lines = lake.read(spark, BRONZE, LANDING_REGISTERED_USERS).collect()
     assert [(r.line, r.source_file) for r in lines] == [(b"1,7,aa:bb,1740830400", "a.csv")]
 

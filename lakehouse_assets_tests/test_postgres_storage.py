@@ -14,10 +14,11 @@ import psycopg2
 import pytest
 from pyspark.sql import SparkSession
 
-from lakehouse_assets.constants import BRONZE, LANDING_REGISTERED_USERS, SILVER, USERS, asset_key
+from lakehouse_assets.constants import BRONZE, SILVER, asset_key
 from lakehouse_assets.definitions import all_assets
 from lakehouse_assets.devtools import sample_data
 from lakehouse_assets.devtools.postgres import PostgresServer
+from lakehouse_assets.fitness.names import LANDING_REGISTERED_USERS, USERS
 from lakehouse_assets_tests import fitness_oracle as oracle
 
 REPO_ROOT = Path(__file__).parents[1]

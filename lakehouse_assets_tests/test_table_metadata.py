@@ -8,10 +8,11 @@ import dagster as dg
 import pyarrow as pa
 from deltalake import write_deltalake
 
-from lakehouse_assets.constants import GOLD, GYM_SUMMARY, SILVER, asset_key
+from lakehouse_assets.constants import GOLD, SILVER, asset_key
 from lakehouse_assets.definitions import defs
-from lakehouse_assets.gold import transforms as gold_transforms
-from lakehouse_assets.gold.columns import DESCRIPTIONS, LINEAGE
+from lakehouse_assets.fitness.gold import transforms as gold_transforms
+from lakehouse_assets.fitness.gold.columns import DESCRIPTIONS, LINEAGE
+from lakehouse_assets.fitness.names import GYM_SUMMARY
 from lakehouse_assets.table_metadata import code_references, table_metadata
 from resources import LakeResource
 

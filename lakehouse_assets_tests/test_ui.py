@@ -26,12 +26,13 @@ import yaml
 from playwright.sync_api import Locator, Page, expect, sync_playwright
 from pyspark.sql import SparkSession
 
-from lakehouse_assets.constants import SILVER, WORKOUT_BPM, asset_key
+from lakehouse_assets.constants import SILVER, asset_key
 from lakehouse_assets.definitions import defs
 from lakehouse_assets.devtools.broker import free_port
-from lakehouse_assets.silver import columns as silver_columns
-from lakehouse_assets.silver.assets import silver_assets
-from lakehouse_assets_tests.silver.test_workout_bpm import (
+from lakehouse_assets.fitness.names import WORKOUT_BPM
+from lakehouse_assets.fitness.silver import columns as silver_columns
+from lakehouse_assets.fitness.silver.assets import silver_assets
+from lakehouse_assets_tests.fitness.silver.test_workout_bpm import (
     JAN_1,
     JAN_2,
     at,

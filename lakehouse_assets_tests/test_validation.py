@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame, SparkSession
 
-from lakehouse_assets.silver.transforms import parse_gym_logins, parse_user_info, parse_workout
+from lakehouse_assets.fitness.silver.transforms import (
+    parse_gym_logins,
+    parse_user_info,
+    parse_workout,
+)
 from lakehouse_assets.validation import kafka_quarantine
 
 KAFKA = "topic string, partition int, offset long, key binary, value binary, ingested_at timestamp"

@@ -21,7 +21,7 @@ from lakehouse_assets.constants import (
     asset_tags,
     stream_name,
 )
-from lakehouse_assets.migrations import require_current
+from lakehouse_assets.migrations import Upgrade, require_current
 from lakehouse_assets.table_metadata import code_references, table_metadata
 from resources import KafkaResource, LakeResource, SparkResource
 from resources.streaming import StreamRun, run_available_now
@@ -35,9 +35,11 @@ def run_bronze_stream(
     descriptions: Mapping[str, str],
     partition_by: Sequence[str] = (),
     caught_up: Callable[[StreamPosition], bool] = lambda position: False,
+    upgrade: Upgrade | None = None,
 ) -> tuple[StreamRun, dict[str, Any]]:
     """Run ``source`` (bronze rows) into ``bronze.<table>`` until caught up; returns the run
-    and its metadata (``descriptions``: what each column holds).
+    and its metadata (``descriptions``: what each column holds; ``upgrade``: the table's, if an
+    earlier version wrote it in another layout).
 
     When ``caught_up(position)`` says the checkpoint already holds everything the source has,
     the stream is not started: a run that finds nothing new (as sensor runs often do) costs no
@@ -47,7 +49,7 @@ def run_bronze_stream(
     Raises:
         OutdatedTableError: the table is in an earlier version's layout (``lakehouse migrate``).
     """
-    require_current(lake, BRONZE, table)
+    require_current(lake, upgrade)
     position = StreamPosition(lake, table)
     stream = position.stream
     uri = lake.table_uri(BRONZE, table)
@@ -81,9 +83,11 @@ def kafka_bronze_asset(
     pattern: str | None = None,
     description: str | None = None,
     owners: Sequence[str] = (),
+    upgrade: Upgrade | None = None,
 ) -> dg.AssetsDefinition:
     """The bronze asset of Kafka ``topics`` (or of the topics matching ``pattern``): their
-    records, appended exactly once, raw."""
+    records, appended exactly once, raw. ``upgrade``: the table's, if an earlier version wrote
+    it in another layout (``migrations``)."""
     stream = stream_name(BRONZE, table)
     origin = f"topics matching `{pattern}`" if pattern else f"topic `{', '.join(topics)}`"
 
@@ -122,6 +126,7 @@ def kafka_bronze_asset(
             KAFKA_RECORD,
             [KAFKA_BRONZE_PARTITION],
             caught_up=lambda position: position.kafka_caught_up(log_ends),
+            upgrade=upgrade,
         )
         position.publish(kafka, run.end_offsets)
         return dg.MaterializeResult(
@@ -139,10 +144,14 @@ def kafka_bronze_asset(
 
 
 def landing_bronze_asset(
-    source: str, columns: Sequence[str], owners: Sequence[str] = ()
+    source: str,
+    columns: Sequence[str],
+    owners: Sequence[str] = (),
+    upgrade: Upgrade | None = None,
 ) -> dg.AssetsDefinition:
     """The bronze asset of the landing-zone folder ``landing/<source>/``, whose CSV files have
-    ``columns``: each file's lines exactly once, as bytes."""
+    ``columns``: each file's lines exactly once, as bytes. ``upgrade``: the table's, if an
+    earlier version wrote it in another layout (``migrations``)."""
     stream = stream_name(BRONZE, source)
 
     @dg.asset(
@@ -168,6 +177,7 @@ def landing_bronze_asset(
             lambda: landing_to_bronze(lake.read_lines_stream(spark.get_session(), folder)),
             LANDING_LINE,
             caught_up=lambda position: position.landing_caught_up(lake.path(*folder)),
+            upgrade=upgrade,
         )
         return dg.MaterializeResult(metadata=metadata)
 

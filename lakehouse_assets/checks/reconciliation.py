@@ -8,10 +8,9 @@ and did not. Pure Spark; ``results.reconciliation_result`` makes a Dagster check
   runs' markers), so over the runs every bronze record is accounted for. A run's own commits
   answer it first, by their operation metrics (``refinement.parsed``); the lookup here counts and
   shows the missing records when they do not.
-- ``readings_in_workout_bpm`` (``workout_bpm``): every valid reading inside a completed workout,
-  of a device its user had registered then, computed afresh from ``completed_workouts``,
-  ``heart_rate`` and ``users``, is in ``workout_bpm`` (which is maintained incrementally): on the
-  days the run may have changed, or every day (``silver.workout_bpm._reconcile_readings``).
+- a derived table's (``table_reconciliation``): every row the table's upstream gives it,
+  computed afresh, is in the table (which is maintained incrementally); the pipeline names the
+  check and says what it covers.
 """
 
 from __future__ import annotations
@@ -25,8 +24,13 @@ from pyspark.sql import functions as F
 from lakehouse_assets.checks.transforms import SAMPLE_ROWS, Outcome
 
 RECONCILED_WITH_BRONZE = "reconciled_with_bronze"
-READINGS_IN_WORKOUT_BPM = "readings_in_workout_bpm"
 QUARANTINE_IDENTITY = ("source", "partition", "offset", "raw")  # offsets are null for files
+BRONZE_RECONCILIATION = (
+    "Every record a run reads from bronze is, after its writes, in this table (by key; a key "
+    "whose newest event is a delete excepted) or in the source's quarantine (by coordinates and "
+    "bytes). Evaluated from the operation metrics of the run's commits; the records are looked "
+    "up in both tables when those disagree."
+)
 
 
 def missing(expected: DataFrame, actual: DataFrame, columns: Sequence[str]) -> DataFrame:
@@ -70,9 +74,9 @@ def bronze_reconciliation(
     return _outcome(RECONCILED_WITH_BRONZE, absent)
 
 
-def workout_bpm_reconciliation(
-    expected: DataFrame, workout_bpm: DataFrame, keys: Sequence[str]
+def table_reconciliation(
+    name: str, table: str, expected: DataFrame, held: DataFrame, keys: Sequence[str]
 ) -> Outcome:
-    """``expected``: ``workout_bpm``'s rows computed from its upstream; ``workout_bpm``: the
-    table's rows of the same workouts (or more)."""
-    return _outcome(READINGS_IN_WORKOUT_BPM, {"workout_bpm": missing(expected, workout_bpm, keys)})
+    """The check ``name``: the rows of ``expected`` (``table``'s rows computed afresh from its
+    upstream) missing from ``held`` (the table's rows of the same scope, or more), by ``keys``."""
+    return _outcome(name, {table: missing(expected, held, keys)})

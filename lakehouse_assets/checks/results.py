@@ -10,7 +10,6 @@ from typing import Any
 import dagster as dg
 from pyspark.sql import DataFrame, SparkSession
 
-from lakehouse_assets.checks.reconciliation import READINGS_IN_WORKOUT_BPM, RECONCILED_WITH_BRONZE
 from lakehouse_assets.checks.rules import (
     PRIMARY_KEY_NOT_NULL,
     PRIMARY_KEY_UNIQUE,
@@ -155,21 +154,9 @@ def quarantine_rate_result(key: dg.AssetKey, rejected: int, read: int) -> dg.Ass
     )
 
 
-RECONCILIATIONS = {
-    RECONCILED_WITH_BRONZE: "Every record a run reads from bronze is, after its writes, in this "
-    "table (by key; a key whose newest event is a delete excepted) or in the source's quarantine "
-    "(by coordinates and bytes). Evaluated from the operation metrics of the run's commits; the "
-    "records are looked up in both tables when those disagree.",
-    READINGS_IN_WORKOUT_BPM: "Every valid reading of a user's device inside a completed workout "
-    "of the user (computed afresh from completed_workouts, heart_rate and users) is in this "
-    "table: of the workouts that started on the days the run may have changed; every day's on a "
-    "run that changed nothing and on a full refresh.",
-}
-
-
-def reconciliation_spec(key: dg.AssetKey, name: str) -> dg.AssetCheckSpec:
+def reconciliation_spec(key: dg.AssetKey, name: str, description: str) -> dg.AssetCheckSpec:
     """A blocking reconciliation check (``checks.reconciliation``) of the table of ``key``."""
-    return dg.AssetCheckSpec(name, asset=key, blocking=True, description=RECONCILIATIONS[name])
+    return dg.AssetCheckSpec(name, asset=key, blocking=True, description=description)
 
 
 def reconciliation_result(key: dg.AssetKey, outcome: Outcome) -> dg.AssetCheckResult:

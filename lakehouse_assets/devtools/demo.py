@@ -115,7 +115,8 @@ def silver_days(resources: dict[str, Any]) -> tuple[date, date] | None:
     """The first and last day of the workouts and gym visits silver holds."""
     from pyspark.sql import functions as F
 
-    from lakehouse_assets.constants import COMPLETED_WORKOUTS, GYM_LOGS, SILVER
+    from lakehouse_assets.constants import SILVER
+    from lakehouse_assets.fitness.names import COMPLETED_WORKOUTS, GYM_LOGS
 
     spark, lake = resources["spark"].get_session(), resources["lake"]
     days = (
@@ -130,7 +131,8 @@ def silver_days(resources: dict[str, Any]) -> tuple[date, date] | None:
 
 def print_gold_reports(resources: dict[str, Any]) -> None:
     """Print both gold tables."""
-    from lakehouse_assets.constants import GOLD, GYM_SUMMARY, WORKOUT_BPM_SUMMARY
+    from lakehouse_assets.constants import GOLD
+    from lakehouse_assets.fitness.names import GYM_SUMMARY, WORKOUT_BPM_SUMMARY
 
     spark, lake = resources["spark"].get_session(), resources["lake"]
     for table, order in ((WORKOUT_BPM_SUMMARY, ["date", "user_id", "workout_id", "session_id"]),

@@ -10,7 +10,6 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from lakehouse_assets.constants import DATE, SILVER
-from lakehouse_assets.refinement.layout import layout
 from lakehouse_assets.validation import REASON
 from resources import LakeResource
 
@@ -36,21 +35,21 @@ class MergedBatch:
 def batch_counts(
     parsed: DataFrame,
     rows: DataFrame | None,
-    table: str,
+    by_day: bool,
     from_history: bool,
     table_before: int | None,
 ) -> tuple[int, int, MergedBatch | None]:
     """The records of ``parsed`` (a run's bronze records, read) and those rejected (with a
-    ``reason``), and what ``rows`` (the run's rows to merge into ``silver.<table>``, with a
-    ``deleted`` flag when ``from_history``; None when it merges none) hold: one query for both.
-    ``table_before``: the table's version before the run."""
+    ``reason``), and what ``rows`` (the run's rows to merge, with a ``deleted`` flag when
+    ``from_history``; None when it merges none) hold: one query for both. ``by_day``: whether
+    the table is laid out by days (its rows' days are told); ``table_before``: the table's
+    version before the run."""
     records = parsed.agg(F.count(F.lit(1)).alias("rows"), F.count(REASON).alias("rejected")).select(
         F.lit(True).alias("_parsed"), "*"
     )
     if rows is not None:
         deleted = F.col("deleted") if from_history else F.lit(False)
-        by_day = [DATE] if layout(table) else []
-        merged = rows.groupBy(*by_day).agg(
+        merged = rows.groupBy(*([DATE] if by_day else [])).agg(
             F.count(F.lit(1)).alias("rows"), F.count_if(deleted).alias("deletes")
         )
         records = records.unionByName(
@@ -61,7 +60,7 @@ def batch_counts(
     if rows is None:
         return counted["rows"], counted["rejected"], None
     groups = [r for r in summary if not r["_parsed"]]
-    days = sorted(r[DATE].isoformat() for r in groups if r[DATE]) if layout(table) else None
+    days = sorted(r[DATE].isoformat() for r in groups if r[DATE]) if by_day else None
     batch = MergedBatch(
         days=days,
         rows=sum(r["rows"] for r in groups),

@@ -1,5 +1,5 @@
 """How the silver tables that grow with time are laid out (partitioned by ``date``, the UTC date
-of one of their columns: ``constants.DATED_BY``) and read by days."""
+of one of their columns, which their pipeline names) and read by days."""
 
 from __future__ import annotations
 
@@ -10,19 +10,19 @@ from datetime import date, timedelta
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from lakehouse_assets.constants import DATE, DATED_BY, SILVER
+from lakehouse_assets.constants import DATE, SILVER
 from resources import LakeResource
 
 
-def layout(table: str) -> list[str]:
-    """The partition columns of ``silver.<table>``."""
-    return [DATE] if table in DATED_BY else []
+def layout(dated_by: str | None) -> list[str]:
+    """The partition columns of a table whose rows are dated by the column ``dated_by`` (None:
+    a table not laid out by days)."""
+    return [DATE] if dated_by else []
 
 
-def dated(table: str, rows: DataFrame) -> DataFrame:
-    """``rows`` of ``silver.<table>`` with the partition column, if the table has one."""
-    column = DATED_BY.get(table)
-    return rows.withColumn(DATE, F.to_date(column)) if column else rows
+def dated(rows: DataFrame, dated_by: str | None) -> DataFrame:
+    """``rows`` with the partition column, the UTC date of ``dated_by`` (as they are, if None)."""
+    return rows.withColumn(DATE, F.to_date(dated_by)) if dated_by else rows
 
 
 def days_of(rows: DataFrame, before: int = 0, after: int = 0) -> list[str]:

@@ -16,6 +16,7 @@ from pyspark.sql import functions as F
 
 from lakehouse_assets.automation import silver_automation
 from lakehouse_assets.checks.reconciliation import (
+    BRONZE_RECONCILIATION,
     RECONCILED_WITH_BRONZE,
     bronze_reconciliation,
 )
@@ -30,6 +31,7 @@ from lakehouse_assets.checks.results import (
 from lakehouse_assets.checks.rules import TableRules
 from lakehouse_assets.checks.transforms import Outcome
 from lakehouse_assets.constants import BRONZE, DATE, SILVER, asset_key, asset_tags, writer_pool
+from lakehouse_assets.migrations import Upgrade
 from lakehouse_assets.refinement.accounting import accounted_by_the_writes, batch_counts
 from lakehouse_assets.refinement.changes import SILVER_KINDS, Changes, SilverConfig, read_changes
 from lakehouse_assets.refinement.layout import dated, days_of, layout, read_days
@@ -69,11 +71,15 @@ class ParsedTable:
     update_when: Condition | None = None
     # Recompute each changed key from all its valid source records (newest-wins with deletes).
     from_history: bool = False
+    # The column whose UTC date partitions the table (None: not laid out by days).
+    dated_by: str | None = None
     rules: TableRules | None = None
     descriptions: Mapping[str, str] | None = None
     lineage: Lineage | None = None
     quarantine_lineage: Lineage | None = None
     owners: Sequence[str] = ()
+    # The quarantine's upgrade, if an earlier version wrote it in another layout.
+    quarantine_upgrade: Upgrade | None = None
 
     @property
     def quarantine_table(self) -> str:
@@ -88,12 +94,12 @@ def _rows_to_merge(
         changed = accepted.select(*spec.keys).distinct()
         history = valid(spec.parse(lake.read(spark, BRONZE, spec.source)))
         accepted = history.join(changed, list(spec.keys), "left_semi")
-    return dated(spec.table, spec.shape(accepted))
+    return dated(spec.shape(accepted), spec.dated_by)
 
 
 def all_rows(spec: ParsedTable, parsed: DataFrame) -> DataFrame:
     """The table's rows from all of bronze (``parsed``)."""
-    rows = dated(spec.table, spec.shape(valid(parsed)))
+    rows = dated(spec.shape(valid(parsed)), spec.dated_by)
     if spec.from_history:  # the newest event of a deleted key is its delete: no row
         rows = rows.where(~F.col("deleted")).drop("deleted")
     return rows
@@ -120,7 +126,7 @@ def _reconcile(
     accepted = merged if merged is not None else _rows_to_merge(lake, spark, spec, parsed)
     if spec.from_history:  # a key whose newest event is its delete has no row
         accepted = accepted.where(~F.col("deleted"))
-    if layout(spec.table):
+    if spec.dated_by:
         silver = read_days(lake, spark, spec.table, days if days is not None else days_of(accepted))
     else:
         silver = lake.read(spark, SILVER, spec.table)
@@ -153,7 +159,7 @@ def parsed_table_asset(spec: ParsedTable) -> dg.AssetsDefinition:
             spec.source,
             [
                 *check_specs(table_key, spec.rules),
-                reconciliation_spec(table_key, RECONCILED_WITH_BRONZE),
+                reconciliation_spec(table_key, RECONCILED_WITH_BRONZE, BRONZE_RECONCILIATION),
             ],
         ),
     )
@@ -190,21 +196,27 @@ def _refine(
         # Computed before the merge: it may read the rows the merge replaces.
         rows = _rows_to_merge(lake, spark, spec, parsed).localCheckpoint()
     read, rejected, merged = batch_counts(
-        parsed, rows, spec.table, spec.from_history, lake.version(SILVER, spec.table)
+        parsed, rows, bool(spec.dated_by), spec.from_history, lake.version(SILVER, spec.table)
     )
     quarantine_before = lake.version(SILVER, spec.quarantine_table)
     quarantined = write_quarantine(
-        lake, spec.source, spec.quarantine(parsed), changes.markers, rebuild, rejected
+        lake,
+        spec.source,
+        spec.quarantine(parsed),
+        changes.markers,
+        rebuild,
+        rejected,
+        spec.quarantine_upgrade,
     )
     if rebuild:
         lake.replace(
-            SILVER, spec.table, all_rows(spec, parsed), changes.markers, layout(spec.table)
+            SILVER, spec.table, all_rows(spec, parsed), changes.markers, layout(spec.dated_by)
         )
     if rows is not None:
         lake.merge(
             SILVER, spec.table, rows, spec.keys, markers=changes.markers,
             update_when=spec.update_when, delete_flag="deleted" if spec.from_history else None,
-            partition_by=layout(spec.table),
+            partition_by=layout(spec.dated_by),
         )  # fmt: skip
     # The days the merge wrote (its rows' own: a key's day is its row's); None: every day.
     days = merged.days if merged is not None else None

@@ -33,7 +33,7 @@ from lakehouse_assets.constants import (
     SILVER,
     asset_key,
 )
-from lakehouse_assets.migrations import require_current
+from lakehouse_assets.migrations import Upgrade, require_current
 from lakehouse_assets.profiling.store import profile_after_write
 from resources import LakeResource
 from resources.lake import Markers
@@ -51,17 +51,19 @@ def write_quarantine(
     markers: Markers,
     rebuild: bool = False,
     count: int | None = None,
+    upgrade: Upgrade | None = None,
 ) -> int:
     """Append ``rejects`` (quarantine rows: ``validation``) to the quarantine of ``source`` with
     ``markers``; with ``rebuild``, replace the table with them. Returns how many it took: none
     when a commit with ``markers`` already holds them (a re-run). ``count``: how many rows
-    ``rejects`` has, when the caller knows (else they are counted). The first batch creates the
+    ``rejects`` has, when the caller knows (else they are counted); ``upgrade``: the table's, if an
+    earlier version wrote it in another layout (``migrations``). The first batch creates the
     table, empty if need be, so that its readers find it."""
     table = quarantine_table(source)
     if not rebuild:
         if lake.holds(SILVER, table, markers):
             return 0
-        require_current(lake, SILVER, table)
+        require_current(lake, upgrade)
     if count is None:  # computed once, for the count and the write
         rejects = rejects.localCheckpoint(eager=True)
         count = rejects.count()

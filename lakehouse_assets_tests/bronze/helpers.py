@@ -8,9 +8,10 @@ from typing import Any
 import dagster as dg
 from pyspark.sql import SparkSession
 
-from lakehouse_assets.constants import BRONZE, HEART_RATE, SILVER, TOPIC_BPM, asset_key
-from lakehouse_assets.fitness import bronze_kafka_assets
-from lakehouse_assets.silver.assets import silver_assets
+from lakehouse_assets.constants import BRONZE, SILVER, asset_key
+from lakehouse_assets.fitness.names import HEART_RATE, TOPIC_BPM
+from lakehouse_assets.fitness.pipeline import bronze_kafka_assets
+from lakehouse_assets.fitness.silver.assets import silver_assets
 
 BPM_ASSET = next(a for a in bronze_kafka_assets if a.key == asset_key(BRONZE, TOPIC_BPM))
 HEART_RATE_ASSET = next(a for a in silver_assets if asset_key(SILVER, HEART_RATE) in a.keys)

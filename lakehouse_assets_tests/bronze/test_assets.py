@@ -10,8 +10,9 @@ from pyspark.sql import SparkSession
 
 from lakehouse_assets.bronze import assets as bronze_assets
 from lakehouse_assets.bronze.position import StreamPosition
-from lakehouse_assets.constants import BRONZE, TOPIC_BPM, stream_name
+from lakehouse_assets.constants import BRONZE, stream_name
 from lakehouse_assets.devtools.broker import EmbeddedBroker, free_port
+from lakehouse_assets.fitness.names import TOPIC_BPM
 from lakehouse_assets_tests.bronze.helpers import (
     bronze_sequence_numbers,
     heart_rates,

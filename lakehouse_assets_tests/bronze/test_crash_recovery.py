@@ -25,8 +25,9 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from lakehouse_assets.constants import BRONZE, CHECKPOINTS_DIR, TOPIC_BPM, stream_name
+from lakehouse_assets.constants import BRONZE, CHECKPOINTS_DIR, stream_name
 from lakehouse_assets.devtools.broker import EmbeddedBroker
+from lakehouse_assets.fitness.names import TOPIC_BPM
 from lakehouse_assets_tests.bronze import crash_run
 from lakehouse_assets_tests.bronze.helpers import (
     bronze_sequence_numbers,

@@ -10,8 +10,9 @@ from typing import Any
 import dagster as dg
 from pyspark.sql import SparkSession
 
-from lakehouse_assets.constants import BRONZE, LANDING_DIR, LANDING_GYM_LOGINS, asset_key
-from lakehouse_assets.fitness import bronze_landing_assets
+from lakehouse_assets.constants import BRONZE, LANDING_DIR, asset_key
+from lakehouse_assets.fitness.names import LANDING_GYM_LOGINS
+from lakehouse_assets.fitness.pipeline import bronze_landing_assets
 
 GYM_ASSET = next(a for a in bronze_landing_assets if a.key == asset_key(BRONZE, LANDING_GYM_LOGINS))
 

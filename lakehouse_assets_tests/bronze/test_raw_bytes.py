@@ -10,9 +10,10 @@ from typing import Any
 import dagster as dg
 from pyspark.sql import SparkSession
 
-from lakehouse_assets.constants import BRONZE, HEART_RATE, SILVER, TOPIC_BPM
+from lakehouse_assets.constants import BRONZE, SILVER
 from lakehouse_assets.devtools.broker import EmbeddedBroker
 from lakehouse_assets.devtools.sample_data import Message, produce
+from lakehouse_assets.fitness.names import HEART_RATE, TOPIC_BPM
 from lakehouse_assets_tests.bronze.helpers import BPM_ASSET, HEART_RATE_ASSET
 
 TWO_MB = 2 * 1024 * 1024

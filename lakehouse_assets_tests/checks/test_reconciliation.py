@@ -7,7 +7,7 @@ from pyspark.sql import SparkSession
 from lakehouse_assets.checks.reconciliation import (
     RECONCILED_WITH_BRONZE,
     bronze_reconciliation,
-    workout_bpm_reconciliation,
+    table_reconciliation,
 )
 
 QUARANTINE = "source string, partition int, offset long, raw binary, reason string"
@@ -39,6 +39,8 @@ def test_workout_bpm_holds_every_expected_reading(spark: SparkSession) -> None:
     schema = "user_id long, workout_id long, session_id long, time long"
     expected = spark.createDataFrame([(1, 1, 1, 10), (1, 1, 1, 20)], schema)
     keys = ["user_id", "workout_id", "session_id", "time"]
-    assert workout_bpm_reconciliation(expected, expected, keys).passed
+    assert table_reconciliation("readings", "workout_bpm", expected, expected, keys).passed
     partial = expected.where("time = 10")
-    assert workout_bpm_reconciliation(expected, partial, keys).offending == 1
+    outcome = table_reconciliation("readings", "workout_bpm", expected, partial, keys)
+    assert (outcome.name, outcome.offending) == ("readings", 1)
+    assert outcome.sample[0]["missing_from"] == "workout_bpm"

@@ -9,20 +9,18 @@ from lakehouse_assets.checks.results import (
     check_specs,
     quarantine_rate_result,
 )
-from lakehouse_assets.constants import (
+from lakehouse_assets.constants import GOLD, SILVER, asset_key
+from lakehouse_assets.definitions import defs
+from lakehouse_assets.fitness.gold.rules import RULES as GOLD_RULES
+from lakehouse_assets.fitness.names import (
     COMPLETED_WORKOUTS,
-    GOLD,
     GYM_SUMMARY,
-    SILVER,
     WORKOUT_BPM,
     WORKOUT_BPM_SUMMARY,
-    asset_key,
 )
-from lakehouse_assets.definitions import defs
-from lakehouse_assets.gold.rules import RULES as GOLD_RULES
-from lakehouse_assets.silver.parsed import PARSED_TABLES
-from lakehouse_assets.silver.rules import RULES as SILVER_RULES
-from lakehouse_assets.silver.transforms import WORKOUT_KEYS
+from lakehouse_assets.fitness.silver.parsed import PARSED_TABLES
+from lakehouse_assets.fitness.silver.rules import RULES as SILVER_RULES
+from lakehouse_assets.fitness.silver.transforms import WORKOUT_KEYS
 from resources.settings import ENV_QUARANTINE_WARN_RATE, quarantine_warn_rate
 
 KEY = asset_key(SILVER, "bpm_quarantine")

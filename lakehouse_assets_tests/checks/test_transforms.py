@@ -13,8 +13,8 @@ from pyspark.sql import SparkSession
 from lakehouse_assets.checks.rules import Condition, TableRules
 from lakehouse_assets.checks.transforms import count_offending, evaluate
 from lakehouse_assets.constants import GOLD, SILVER
-from lakehouse_assets.gold.rules import RULES as GOLD_RULES
-from lakehouse_assets.silver.rules import RULES as SILVER_RULES
+from lakehouse_assets.fitness.gold.rules import RULES as GOLD_RULES
+from lakehouse_assets.fitness.silver.rules import RULES as SILVER_RULES
 from lakehouse_assets.sources.declarations import SourceDeclaration
 from lakehouse_assets.sources.rules import source_rules
 

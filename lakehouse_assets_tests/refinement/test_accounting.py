@@ -7,7 +7,6 @@ from datetime import date
 
 from pyspark.sql import SparkSession
 
-from lakehouse_assets.constants import HEART_RATE, USERS
 from lakehouse_assets.refinement.accounting import MergedBatch, batch_counts
 
 
@@ -31,22 +30,22 @@ def test_the_batch_and_the_rows_to_merge_are_counted_together(spark: SparkSessio
         [(1, date(2025, 1, 2), False), (3, date(2025, 1, 1), True), (5, date(2025, 1, 2), False)],
         "id int, date date, deleted boolean",
     )
-    read, rejected, batch = batch_counts(parsed, rows, HEART_RATE, True, 7)
+    read, rejected, batch = batch_counts(parsed, rows, True, True, 7)
     assert (read, rejected) == (4, 2)
     assert batch == MergedBatch(
         days=["2025-01-01", "2025-01-02"], rows=3, deletes=1, table_before=7
     )
     # A table not laid out by days; rows without a delete flag.
-    _, _, undated = batch_counts(parsed, rows.drop("deleted"), USERS, False, None)
+    _, _, undated = batch_counts(parsed, rows.drop("deleted"), False, False, None)
     assert undated == MergedBatch(days=None, rows=3, deletes=0, table_before=None)
 
 
 def test_a_batch_that_merges_nothing_is_still_counted(spark: SparkSession) -> None:
     parsed = spark.createDataFrame([(1, "no user_id")], "id int, reason string")
-    assert batch_counts(parsed, None, HEART_RATE, False, 2) == (1, 1, None)
+    assert batch_counts(parsed, None, True, False, 2) == (1, 1, None)
     empty = spark.createDataFrame([], "id int, date date")
-    assert batch_counts(parsed, empty, HEART_RATE, False, 2) == (
+    assert batch_counts(parsed, empty, True, False, 2) == (
         1, 1, MergedBatch(days=[], rows=0, deletes=0, table_before=2)
     )  # fmt: skip
     nothing = parsed.limit(0)
-    assert batch_counts(nothing, None, HEART_RATE, False, None) == (0, 0, None)
+    assert batch_counts(nothing, None, True, False, None) == (0, 0, None)

@@ -15,18 +15,12 @@ import pytest
 from pyspark.sql import SparkSession
 
 from lakehouse_assets.bronze.position import StreamPosition
-from lakehouse_assets.constants import (
-    BRONZE,
-    CHECKPOINTS_DIR,
-    LANDING_DIR,
-    LANDING_GYM_LOGINS,
-    TOPIC_BPM,
-    asset_key,
-)
+from lakehouse_assets.constants import BRONZE, CHECKPOINTS_DIR, LANDING_DIR, asset_key
 from lakehouse_assets.definitions import defs
 from lakehouse_assets.devtools.broker import EmbeddedBroker
 from lakehouse_assets.devtools.s3_endpoint import S3Endpoint
-from lakehouse_assets.fitness import bronze_landing_assets
+from lakehouse_assets.fitness.names import LANDING_GYM_LOGINS, TOPIC_BPM
+from lakehouse_assets.fitness.pipeline import bronze_landing_assets
 from lakehouse_assets.schedules.profiles import profile_job
 from lakehouse_assets_tests.bronze.helpers import (
     bronze_sequence_numbers,

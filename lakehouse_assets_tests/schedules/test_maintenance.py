@@ -7,8 +7,9 @@ from typing import Any
 import dagster as dg
 from pyspark.sql import SparkSession
 
-from lakehouse_assets.constants import BRONZE, TOPIC_BPM, TOPIC_WORKOUT
+from lakehouse_assets.constants import BRONZE
 from lakehouse_assets.definitions import defs
+from lakehouse_assets.fitness.names import TOPIC_BPM, TOPIC_WORKOUT
 
 
 def test_bronze_maintenance_compacts_each_table_and_records_it(

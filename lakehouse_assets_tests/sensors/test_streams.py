@@ -11,18 +11,10 @@ from unittest.mock import patch
 import dagster as dg
 
 from lakehouse_assets.checks.freshness import kafka_waiting
-from lakehouse_assets.constants import (
-    BRONZE,
-    CHECKPOINTS_DIR,
-    LANDING_DIR,
-    LANDING_GYM_LOGINS,
-    TOPIC_BPM,
-    TOPIC_WORKOUT,
-    asset_key,
-    stream_name,
-)
+from lakehouse_assets.constants import BRONZE, CHECKPOINTS_DIR, LANDING_DIR, asset_key, stream_name
 from lakehouse_assets.devtools.broker import EmbeddedBroker
-from lakehouse_assets.fitness import bronze_kafka_assets, bronze_landing_assets
+from lakehouse_assets.fitness.names import LANDING_GYM_LOGINS, TOPIC_BPM, TOPIC_WORKOUT
+from lakehouse_assets.fitness.pipeline import bronze_kafka_assets, bronze_landing_assets
 from lakehouse_assets.sensors.streams import (
     LAG_BY_PARTITION,
     LAG_RECORDS,

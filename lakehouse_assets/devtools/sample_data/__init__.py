@@ -12,7 +12,6 @@ from __future__ import annotations
 import random
 from datetime import date
 
-from lakehouse_assets.constants import TOPIC_BPM, TOPIC_USER_INFO, TOPIC_WORKOUT
 from lakehouse_assets.devtools.sample_data.delivery import produce
 from lakehouse_assets.devtools.sample_data.events import (
     bpm_values,
@@ -37,6 +36,7 @@ from lakehouse_assets.devtools.sample_data.model import (
     epoch,
     mac_address,
 )
+from lakehouse_assets.fitness.names import TOPIC_BPM, TOPIC_USER_INFO, TOPIC_WORKOUT
 
 __all__ = [
     "DEVICE_ID_OFFSET",

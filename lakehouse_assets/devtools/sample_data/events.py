@@ -9,7 +9,6 @@ import random
 from dataclasses import replace
 from datetime import date, timedelta
 
-from lakehouse_assets.constants import TOPIC_BPM, TOPIC_USER_INFO, TOPIC_WORKOUT
 from lakehouse_assets.devtools.sample_data.model import (
     BAD_READING_RATE,
     CITIES,
@@ -36,6 +35,7 @@ from lakehouse_assets.devtools.sample_data.model import (
     mac_address,
     registered_at,
 )
+from lakehouse_assets.fitness.names import TOPIC_BPM, TOPIC_USER_INFO, TOPIC_WORKOUT
 
 
 def _base_profile(user_id: int) -> Value:

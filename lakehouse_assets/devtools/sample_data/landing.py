@@ -10,12 +10,7 @@ from collections.abc import Sequence
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
-from lakehouse_assets.constants import (
-    LANDING_COLUMNS,
-    LANDING_DIR,
-    LANDING_GYM_LOGINS,
-    LANDING_REGISTERED_USERS,
-)
+from lakehouse_assets.constants import LANDING_DIR
 from lakehouse_assets.devtools.sample_data.model import (
     CORRECTION_RATE,
     DAY_S,
@@ -30,6 +25,11 @@ from lakehouse_assets.devtools.sample_data.model import (
     epoch,
     mac_address,
     registered_at,
+)
+from lakehouse_assets.fitness.names import (
+    LANDING_COLUMNS,
+    LANDING_GYM_LOGINS,
+    LANDING_REGISTERED_USERS,
 )
 from resources.files import write_text
 

@@ -13,11 +13,11 @@ import pyarrow as pa
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
-from lakehouse_assets.checks.reconciliation import READINGS_IN_WORKOUT_BPM
-from lakehouse_assets.constants import COMPLETED_WORKOUTS, DATE, HEART_RATE, SILVER, USERS
-from lakehouse_assets.constants import WORKOUT_BPM as TABLE
-from lakehouse_assets.silver import workout_bpm as workout_bpm_module
-from lakehouse_assets.silver.workout_bpm import workout_bpm
+from lakehouse_assets.constants import DATE, SILVER
+from lakehouse_assets.fitness.names import COMPLETED_WORKOUTS, HEART_RATE, USERS
+from lakehouse_assets.fitness.names import WORKOUT_BPM as TABLE
+from lakehouse_assets.fitness.silver import workout_bpm as workout_bpm_module
+from lakehouse_assets.fitness.silver.workout_bpm import READINGS_IN_WORKOUT_BPM, workout_bpm
 from resources import LakeResource
 
 JAN_1, JAN_2, JAN_3 = date(2026, 1, 1), date(2026, 1, 2), date(2026, 1, 3)

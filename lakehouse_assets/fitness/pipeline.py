@@ -7,29 +7,29 @@ import dagster as dg
 
 from lakehouse_assets.bronze.assets import kafka_bronze_asset, landing_bronze_asset
 from lakehouse_assets.checks.freshness import kafka_freshness_check, landing_freshness_check
-from lakehouse_assets.constants import (
-    BRONZE,
+from lakehouse_assets.constants import BRONZE, GOLD, SILVER
+from lakehouse_assets.fitness.gold.assets import gold_assets
+from lakehouse_assets.fitness.names import (
     BRONZE_TABLES,
     FITNESS_OWNERS,
-    GOLD,
     GOLD_TABLES,
     KAFKA_TOPICS,
     LANDING_COLUMNS,
-    SILVER,
     SILVER_TABLES,
     Z_ORDER,
 )
-from lakehouse_assets.gold.assets import gold_assets
+from lakehouse_assets.fitness.silver.assets import silver_assets
+from lakehouse_assets.fitness.upgrades import upgrade_of
 from lakehouse_assets.pipeline import Pipeline
 from lakehouse_assets.sensors.streams import kafka_lag_sensor, landing_sensor
-from lakehouse_assets.silver.assets import silver_assets
 from resources import SensorSettings
 
 bronze_kafka_assets = [
-    kafka_bronze_asset(topic, [topic], owners=FITNESS_OWNERS) for topic in KAFKA_TOPICS
+    kafka_bronze_asset(topic, [topic], owners=FITNESS_OWNERS, upgrade=upgrade_of(BRONZE, topic))
+    for topic in KAFKA_TOPICS
 ]
 bronze_landing_assets = [
-    landing_bronze_asset(source, columns, owners=FITNESS_OWNERS)
+    landing_bronze_asset(source, columns, owners=FITNESS_OWNERS, upgrade=upgrade_of(BRONZE, source))
     for source, columns in LANDING_COLUMNS.items()
 ]
 fitness_assets = [*bronze_kafka_assets, *bronze_landing_assets, *silver_assets, *gold_assets]

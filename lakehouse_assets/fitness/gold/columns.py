@@ -1,11 +1,11 @@
 """What each column of the gold tables holds, and the silver columns it is computed from (the
 tables' column schema and column lineage in the Dagster UI)."""
 
-from lakehouse_assets.constants import (
+from lakehouse_assets.constants import SILVER
+from lakehouse_assets.fitness.names import (
     COMPLETED_WORKOUTS,
     GYM_LOGS,
     GYM_SUMMARY,
-    SILVER,
     USER_BINS,
     USERS,
     WORKOUT_BPM,

@@ -9,16 +9,10 @@ import dagster as dg
 import pyarrow as pa
 from pyspark.sql import SparkSession
 
-from lakehouse_assets.constants import (
-    GOLD,
-    SILVER,
-    USER_BINS,
-    WORKOUT_BPM,
-    WORKOUT_BPM_SUMMARY,
-    asset_key,
-)
+from lakehouse_assets.constants import GOLD, SILVER, asset_key
 from lakehouse_assets.definitions import all_assets
-from lakehouse_assets_tests.silver.test_workout_bpm import (
+from lakehouse_assets.fitness.names import USER_BINS, WORKOUT_BPM, WORKOUT_BPM_SUMMARY
+from lakehouse_assets_tests.fitness.silver.test_workout_bpm import (
     JAN_1,
     JAN_2,
     at,

@@ -20,27 +20,22 @@ from lakehouse_assets.checks.results import (
     require_upstream_checks_passed,
     written_rows,
 )
-from lakehouse_assets.constants import (
+from lakehouse_assets.constants import DATE, GOLD, SILVER, asset_key, asset_tags, writer_pool
+from lakehouse_assets.fitness.gold import transforms
+from lakehouse_assets.fitness.gold.columns import DESCRIPTIONS, LINEAGE
+from lakehouse_assets.fitness.gold.rules import RULES
+from lakehouse_assets.fitness.gold.transforms import GOLD_PARTITION
+from lakehouse_assets.fitness.names import (
     COMPLETED_WORKOUTS,
-    DATE,
     FITNESS,
     FITNESS_OWNERS,
-    GOLD,
     GYM_LOGS,
     GYM_SUMMARY,
-    SILVER,
     USER_BINS,
     USERS,
     WORKOUT_BPM,
     WORKOUT_BPM_SUMMARY,
-    asset_key,
-    asset_tags,
-    writer_pool,
 )
-from lakehouse_assets.gold import transforms
-from lakehouse_assets.gold.columns import DESCRIPTIONS, LINEAGE
-from lakehouse_assets.gold.rules import RULES
-from lakehouse_assets.gold.transforms import GOLD_PARTITION
 from lakehouse_assets.partitions import daily_partitions
 from lakehouse_assets.profiling.store import profile_after_write
 from lakehouse_assets.table_metadata import code_references, table_metadata

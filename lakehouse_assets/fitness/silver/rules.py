@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from lakehouse_assets.checks.rules import Condition, TableRules
-from lakehouse_assets.constants import (
+from lakehouse_assets.fitness.names import (
     COMPLETED_WORKOUTS,
     GYM_LOGS,
     HEART_RATE,
@@ -13,7 +13,7 @@ from lakehouse_assets.constants import (
     WORKOUT_BPM,
     WORKOUTS,
 )
-from lakehouse_assets.silver.transforms import AGE_BINS, MAX_WORKOUT, WORKOUT_KEYS
+from lakehouse_assets.fitness.silver.transforms import AGE_BINS, MAX_WORKOUT, WORKOUT_KEYS
 
 # A heart rate a wearable can really measure, in beats per minute (the sample data: 40 to 200).
 PLAUSIBLE_BPM = (25, 250)

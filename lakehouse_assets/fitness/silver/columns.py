@@ -2,8 +2,8 @@
 (the tables' column schema and column lineage in the Dagster UI). The rules behind them are in
 ``docs/fitness_pipeline.md``."""
 
-from lakehouse_assets.constants import (
-    BRONZE,
+from lakehouse_assets.constants import BRONZE, QUARANTINE_SUFFIX, SILVER
+from lakehouse_assets.fitness.names import (
     COMPLETED_WORKOUTS,
     GYM_LOGS,
     HEART_RATE,
@@ -11,8 +11,6 @@ from lakehouse_assets.constants import (
     LANDING_COLUMNS,
     LANDING_GYM_LOGINS,
     LANDING_REGISTERED_USERS,
-    QUARANTINE_SUFFIX,
-    SILVER,
     TOPIC_BPM,
     TOPIC_USER_INFO,
     TOPIC_WORKOUT,

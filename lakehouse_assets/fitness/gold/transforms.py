@@ -6,7 +6,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from lakehouse_assets.constants import DATE
-from lakehouse_assets.silver.transforms import WORKOUT_KEYS, held_at, in_force
+from lakehouse_assets.fitness.silver.transforms import WORKOUT_KEYS, held_at, in_force
 
 GOLD_PARTITION = DATE
 GYM_KEYS = ["gym", "mac_address", GOLD_PARTITION]

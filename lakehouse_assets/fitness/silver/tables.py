@@ -10,8 +10,8 @@ from pyspark.sql import DataFrame, SparkSession
 
 from lakehouse_assets.checks.results import check_results, check_specs
 from lakehouse_assets.constants import SILVER, asset_key
-from lakehouse_assets.silver.columns import DESCRIPTIONS, LINEAGE
-from lakehouse_assets.silver.rules import RULES
+from lakehouse_assets.fitness.silver.columns import DESCRIPTIONS, LINEAGE
+from lakehouse_assets.fitness.silver.rules import RULES
 from lakehouse_assets.table_metadata import table_metadata
 from resources import LakeResource
 from resources.delta import PartitionFilters

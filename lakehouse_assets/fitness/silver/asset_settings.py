@@ -4,7 +4,8 @@ the upstream changes since its last run, exactly once (``refinement.changes``)."
 from typing import Any
 
 from lakehouse_assets.automation import silver_automation
-from lakehouse_assets.constants import FITNESS, FITNESS_OWNERS, SILVER, asset_tags
+from lakehouse_assets.constants import SILVER, asset_tags
+from lakehouse_assets.fitness.names import FITNESS, FITNESS_OWNERS
 from lakehouse_assets.refinement.changes import SILVER_KINDS
 
 SILVER_ASSET: dict[str, Any] = {

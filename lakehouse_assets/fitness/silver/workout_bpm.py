@@ -9,8 +9,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lakehouse_assets.checks.reconciliation import (
-    READINGS_IN_WORKOUT_BPM,
-    workout_bpm_reconciliation,
+    table_reconciliation,
 )
 from lakehouse_assets.checks.results import (
     checked_days,
@@ -22,16 +21,20 @@ from lakehouse_assets.checks.results import (
     written_rows,
 )
 from lakehouse_assets.checks.transforms import Outcome
-from lakehouse_assets.constants import (
+from lakehouse_assets.constants import DATE, SILVER, asset_key, consumer_app_id, writer_pool
+from lakehouse_assets.fitness.names import (
     COMPLETED_WORKOUTS,
-    DATE,
+    DATED_BY,
     HEART_RATE,
-    SILVER,
     USERS,
     WORKOUT_BPM,
-    asset_key,
-    consumer_app_id,
-    writer_pool,
+)
+from lakehouse_assets.fitness.silver import transforms
+from lakehouse_assets.fitness.silver.asset_settings import SILVER_ASSET
+from lakehouse_assets.fitness.silver.tables import (
+    silver_check_results,
+    silver_check_specs,
+    silver_metadata,
 )
 from lakehouse_assets.profiling.store import profile_after_write
 from lakehouse_assets.refinement.changes import SilverConfig, read_changes
@@ -43,13 +46,18 @@ from lakehouse_assets.refinement.layout import (
     read_days,
     spread,
 )
-from lakehouse_assets.silver import transforms
-from lakehouse_assets.silver.asset_settings import SILVER_ASSET
-from lakehouse_assets.silver.tables import silver_check_results, silver_check_specs, silver_metadata
 from lakehouse_assets.table_metadata import code_references
 from resources import LakeResource, SparkResource
 
 WORKOUT_BPM_UPSTREAM = [asset_key(SILVER, t) for t in (COMPLETED_WORKOUTS, HEART_RATE, USERS)]
+DAY_OF = DATED_BY[WORKOUT_BPM]  # the column a row's day (its partition) is the date of
+READINGS_IN_WORKOUT_BPM = "readings_in_workout_bpm"
+READINGS_RECONCILIATION = (
+    "Every valid reading of a user's device inside a completed workout of the user (computed "
+    "afresh from completed_workouts, heart_rate and users) is in this table: of the workouts "
+    "that started on the days the run may have changed; every day's on a run that changed "
+    "nothing and on a full refresh."
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -144,7 +152,8 @@ def _reconcile_readings(upstream: Upstream, days: list[str] | None) -> Outcome:
         readings = upstream.read(HEART_RATE, spread(days, after=1))
         held = read_days(lake, session, WORKOUT_BPM, days)
     expected = transforms.workout_bpm(completed, readings, upstream.read(USERS))
-    return workout_bpm_reconciliation(expected, held, [*transforms.WORKOUT_KEYS, "time"])
+    keys = [*transforms.WORKOUT_KEYS, "time"]
+    return table_reconciliation(READINGS_IN_WORKOUT_BPM, WORKOUT_BPM, expected, held, keys)
 
 
 @dg.asset(
@@ -153,7 +162,9 @@ def _reconcile_readings(upstream: Upstream, days: list[str] | None) -> Outcome:
     deps=WORKOUT_BPM_UPSTREAM,
     check_specs=[
         *silver_check_specs(WORKOUT_BPM),
-        reconciliation_spec(asset_key(SILVER, WORKOUT_BPM), READINGS_IN_WORKOUT_BPM),
+        reconciliation_spec(
+            asset_key(SILVER, WORKOUT_BPM), READINGS_IN_WORKOUT_BPM, READINGS_RECONCILIATION
+        ),
         not_empty_spec(asset_key(SILVER, WORKOUT_BPM)),
     ],
     metadata=code_references(transform=transforms.workout_bpm),
@@ -195,7 +206,7 @@ def workout_bpm(
         completed, readings = upstream.read(COMPLETED_WORKOUTS), upstream.read(HEART_RATE)
         rows = transforms.workout_bpm(completed, readings, upstream.read(USERS))
         lake.replace(
-            SILVER, WORKOUT_BPM, dated(WORKOUT_BPM, rows), markers, layout(WORKOUT_BPM)
+            SILVER, WORKOUT_BPM, dated(rows, DAY_OF), markers, layout(DAY_OF)
         )  # fmt: skip
     elif fresh or not lake.exists(SILVER, WORKOUT_BPM):
         users = upstream.read(USERS)
@@ -208,9 +219,9 @@ def workout_bpm(
                 upstream, new_workouts, new_readings, users, changed
             )
         keys = [*transforms.WORKOUT_KEYS, "time"]
-        merged = dated(WORKOUT_BPM, rows.distinct()).localCheckpoint()
+        merged = dated(rows.distinct(), DAY_OF).localCheckpoint()
         lake.merge(
-            SILVER, WORKOUT_BPM, merged, keys, markers=markers, partition_by=layout(WORKOUT_BPM),
+            SILVER, WORKOUT_BPM, merged, keys, markers=markers, partition_by=layout(DAY_OF),
             replace=replace,
         )  # fmt: skip
         batch = written_rows(context, key, merged, created)  # merged by the rules' key

@@ -3,7 +3,9 @@ lineage, on the platform's parsed tables (``refinement.parsed``)."""
 
 from typing import Any
 
-from lakehouse_assets.constants import (
+from lakehouse_assets.constants import SILVER
+from lakehouse_assets.fitness.names import (
+    DATED_BY,
     FITNESS_OWNERS,
     GYM_LOGS,
     HEART_RATE,
@@ -16,11 +18,12 @@ from lakehouse_assets.constants import (
     USERS,
     WORKOUTS,
 )
+from lakehouse_assets.fitness.silver import transforms
+from lakehouse_assets.fitness.silver.columns import DESCRIPTIONS, LINEAGE
+from lakehouse_assets.fitness.silver.rules import RULES
+from lakehouse_assets.fitness.upgrades import upgrade_of
 from lakehouse_assets.refinement.parsed import ParsedTable, Transform
 from lakehouse_assets.refinement.step import quarantine_table
-from lakehouse_assets.silver import transforms
-from lakehouse_assets.silver.columns import DESCRIPTIONS, LINEAGE
-from lakehouse_assets.silver.rules import RULES
 from lakehouse_assets.validation import csv_quarantine, kafka_quarantine
 from resources.delta_merge import later
 
@@ -35,12 +38,13 @@ def _parsed(
     **options: Any,
 ) -> ParsedTable:
     """``silver.<table>`` parsed from ``bronze.<source>``, with the fitness pipeline's rules,
-    columns, lineage and owners."""
+    columns, lineage, owners and layout."""
     return ParsedTable(
         table, source, parse, quarantine, shape, keys, rules=RULES[table],
         descriptions=DESCRIPTIONS[table], lineage=LINEAGE.get(table),
         quarantine_lineage=LINEAGE.get(quarantine_table(source)), owners=FITNESS_OWNERS,
-        **options,
+        dated_by=DATED_BY.get(table),
+        quarantine_upgrade=upgrade_of(SILVER, quarantine_table(source)), **options,
     )  # fmt: skip
 
 

@@ -11,25 +11,27 @@ from lakehouse_assets.checks.results import (
     require_upstream_checks_passed,
     written_rows,
 )
-from lakehouse_assets.constants import (
+from lakehouse_assets.constants import SILVER, asset_key, consumer_app_id, writer_pool
+from lakehouse_assets.fitness.names import (
     COMPLETED_WORKOUTS,
-    SILVER,
+    DATED_BY,
     USER_BINS,
     USER_PROFILE,
     WORKOUTS,
-    asset_key,
-    consumer_app_id,
-    writer_pool,
 )
+from lakehouse_assets.fitness.silver import transforms
+from lakehouse_assets.fitness.silver.asset_settings import SILVER_ASSET
+from lakehouse_assets.fitness.silver.parsed import PARSED_TABLES
+from lakehouse_assets.fitness.silver.tables import (
+    silver_check_results,
+    silver_check_specs,
+    silver_metadata,
+)
+from lakehouse_assets.fitness.silver.workout_bpm import workout_bpm
 from lakehouse_assets.profiling.store import profile_after_write
 from lakehouse_assets.refinement.changes import SilverConfig, read_changes
 from lakehouse_assets.refinement.layout import dated, days_of, layout, read_days
 from lakehouse_assets.refinement.parsed import parsed_table_asset
-from lakehouse_assets.silver import transforms
-from lakehouse_assets.silver.asset_settings import SILVER_ASSET
-from lakehouse_assets.silver.parsed import PARSED_TABLES
-from lakehouse_assets.silver.tables import silver_check_results, silver_check_specs, silver_metadata
-from lakehouse_assets.silver.workout_bpm import workout_bpm
 from lakehouse_assets.table_metadata import code_references
 from resources import CalendarResource, LakeResource, SparkResource
 
@@ -60,8 +62,8 @@ def completed_workouts(
     if config.full_refresh:
         paired = transforms.completed_workouts(lake.read(session, SILVER, WORKOUTS))
         lake.replace(
-            SILVER, COMPLETED_WORKOUTS, dated(COMPLETED_WORKOUTS, paired), markers,
-            layout(COMPLETED_WORKOUTS),
+            SILVER, COMPLETED_WORKOUTS, dated(paired, DATED_BY[COMPLETED_WORKOUTS]), markers,
+            layout(DATED_BY[COMPLETED_WORKOUTS]),
         )  # fmt: skip
     elif new.fresh or not lake.exists(SILVER, COMPLETED_WORKOUTS):
         # A start and its stop are at most 3 hours apart: on the same day or on adjacent days.
@@ -70,11 +72,11 @@ def completed_workouts(
         paired = transforms.completed_workouts(
             actions.join(changed, transforms.WORKOUT_KEYS, "left_semi")
         )
-        rows = dated(COMPLETED_WORKOUTS, paired).localCheckpoint()
+        rows = dated(paired, DATED_BY[COMPLETED_WORKOUTS]).localCheckpoint()
         created = not lake.exists(SILVER, COMPLETED_WORKOUTS)
         lake.merge(
             SILVER, COMPLETED_WORKOUTS, rows, transforms.WORKOUT_KEYS, markers=markers,
-            partition_by=layout(COMPLETED_WORKOUTS),
+            partition_by=layout(DATED_BY[COMPLETED_WORKOUTS]),
         )  # fmt: skip
         batch = written_rows(context, key, rows, created)  # merged by the rules' key
     return dg.MaterializeResult(

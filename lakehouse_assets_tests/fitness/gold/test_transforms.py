@@ -7,7 +7,7 @@ from datetime import UTC, date, datetime
 from pyspark.sql import SparkSession
 from pyspark.testing import assertDataFrameEqual
 
-from lakehouse_assets.gold import transforms
+from lakehouse_assets.fitness.gold import transforms
 
 DAY = datetime(2026, 11, 1, tzinfo=UTC).timestamp()
 WORKOUT = "user_id long, workout_id long, session_id long, start_time timestamp, end_time timestamp"

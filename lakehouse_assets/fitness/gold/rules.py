@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from lakehouse_assets.checks.rules import Condition, TableRules
-from lakehouse_assets.constants import GYM_SUMMARY, WORKOUT_BPM_SUMMARY
-from lakehouse_assets.gold.transforms import GYM_KEYS
-from lakehouse_assets.silver.rules import AGE_LABELS
-from lakehouse_assets.silver.transforms import WORKOUT_KEYS
+from lakehouse_assets.fitness.gold.transforms import GYM_KEYS
+from lakehouse_assets.fitness.names import GYM_SUMMARY, WORKOUT_BPM_SUMMARY
+from lakehouse_assets.fitness.silver.rules import AGE_LABELS
+from lakehouse_assets.fitness.silver.transforms import WORKOUT_KEYS
 
 RULES: dict[str, TableRules] = {
     WORKOUT_BPM_SUMMARY: TableRules(

@@ -8,7 +8,7 @@ from decimal import Decimal
 from pyspark.sql import SparkSession
 from pyspark.testing import assertDataFrameEqual
 
-from lakehouse_assets.silver import transforms
+from lakehouse_assets.fitness.silver import transforms
 
 
 def ts(seconds: float) -> datetime:
