@@ -8,10 +8,12 @@ import sys
 from pathlib import Path
 
 import dagster as dg
+import pytest
 
 from lakehouse_assets.definitions import defs, lakehouse_definitions
 from lakehouse_assets.sources.assets import source_tables
 from lakehouse_assets.sources.declarations import load_declarations
+from resources import ENV_SPARK_CONF, SparkResource, build_resources
 from resources.settings import ENV_SOURCES_DIR
 
 
@@ -44,9 +46,25 @@ def test_resources_come_from_the_environment() -> None:
     assert built["lake"].root == "/data/lake"
     assert built["kafka"].bootstrap_servers == "k1:9092,k2:9092"
     assert built["spark"].master == "spark://m:7077"
-    assert built["spark"].spark_config == {"spark.executor.memory": "4g"}
+    assert built["spark"].user_settings == {"spark.executor.memory": "4g"}
     assert built["spark"].remote == "sc://spark:15002"
     assert build_resources({})["spark"].remote is None  # a local Spark application
+
+
+def test_a_run_reads_the_spark_settings_from_their_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(ENV_SPARK_CONF, '{"spark.hadoop.fs.s3a.secret.key": "k", "n": 4}')
+    spark = build_resources(as_env_vars=True)["spark"]
+    assert isinstance(spark.extra_settings, dg.EnvVar)  # the Definitions hold the name only
+    seen = {}
+
+    @dg.asset
+    def settings(spark: SparkResource) -> None:
+        seen.update(spark.user_settings)
+
+    assert dg.materialize([settings], resources={"spark": spark}).success
+    assert seen == {"spark.hadoop.fs.s3a.secret.key": "k", "n": "4"}
 
 
 EXAMPLES = Path(__file__).parents[1] / "docs" / "sources"

@@ -40,7 +40,7 @@ from lakehouse_assets_tests.fitness.silver.test_workout_bpm import (
     read,
     register,
 )
-from resources import ENV_DOCUMENTS_URL, ENV_LAKEHOUSE_ROOT
+from resources import ENV_DOCUMENTS_URL, ENV_LAKEHOUSE_ROOT, ENV_SPARK_CONF
 from resources.settings import ENV_PROFILE
 
 REPO_ROOT = Path(__file__).parents[1]
@@ -110,12 +110,15 @@ def dagster_dev(
 # A document store's URL with a password, as a user sets it: the UI must never show the password.
 DOCUMENTS_PASSWORD = "s3cret-Pw"
 DOCUMENTS_URL = f"postgresql://lake:{DOCUMENTS_PASSWORD}@127.0.0.1:5432/docs"
+# Spark settings holding an object store's secret key (docs/object_storage.md): nor this.
+SPARK_SECRET = "s3cret-Key"
+SPARK_CONF = json.dumps({"spark.hadoop.fs.s3a.secret.key": SPARK_SECRET})
 
 
 @pytest.fixture(scope="module")
 def dagster_ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """One `dagster dev` for the module's tests that only look."""
-    env = {ENV_DOCUMENTS_URL: DOCUMENTS_URL}
+    env = {ENV_DOCUMENTS_URL: DOCUMENTS_URL, ENV_SPARK_CONF: SPARK_CONF}
     with dagster_dev(tmp_path_factory.mktemp("ui"), env=env) as url:
         yield url
 
@@ -258,6 +261,12 @@ def test_the_ui_shows_the_variable_of_a_credential_not_its_value(dagster_ui: str
     shown = configured_values(dagster_ui, "documents")
     assert DOCUMENTS_PASSWORD not in json.dumps(shown)
     assert {"key": "url", "value": ENV_DOCUMENTS_URL, "type": "ENV_VAR"} in shown
+
+
+def test_the_ui_shows_the_variable_of_the_spark_settings_not_their_values(dagster_ui: str) -> None:
+    shown = configured_values(dagster_ui, "spark")
+    assert SPARK_SECRET not in json.dumps(shown)
+    assert {"key": "extra_settings", "value": ENV_SPARK_CONF, "type": "ENV_VAR"} in shown
 
 
 def test_the_ui_shows_which_variable_a_setting_comes_from(dagster_ui: str) -> None:

@@ -106,13 +106,14 @@ def build_resources(
             return default
         return dg.EnvVar(name) if as_env_vars and env[name] else env[name]
 
-    # A bad as-of date is refused now, not only when a run reads the variable.
+    # A bad as-of date or Spark settings are refused now, not only when a run reads the variable.
     CalendarResource(as_of_date=env.get(ENV_AS_OF_DATE) or None)
+    spark_conf(env)
     return {
         "spark": SparkResource(
             remote=setting(ENV_SPARK_REMOTE) or None,
             master=setting(ENV_SPARK_MASTER, DEFAULT_SPARK_MASTER),
-            spark_config=spark_conf(env),
+            extra_settings=setting(ENV_SPARK_CONF) or None,
         ),
         "kafka": KafkaResource(
             bootstrap_servers=setting(ENV_KAFKA_BOOTSTRAP_SERVERS, DEFAULT_KAFKA_BOOTSTRAP_SERVERS),

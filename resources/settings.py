@@ -53,7 +53,16 @@ def spark_conf(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     Raises:
         ValueError: the variable is not a JSON object.
     """
-    raw = (os.environ if environ is None else environ).get(ENV_SPARK_CONF) or "{}"
+    return parse_spark_conf((os.environ if environ is None else environ).get(ENV_SPARK_CONF))
+
+
+def parse_spark_conf(raw: str | None) -> dict[str, str]:
+    """The Spark settings of ``raw``, the text of ``LAKEHOUSE_SPARK_CONF`` (None or empty: none).
+
+    Raises:
+        ValueError: it is not a JSON object.
+    """
+    raw = raw or "{}"
     try:
         conf = json.loads(raw)
     except json.JSONDecodeError as error:

@@ -26,6 +26,7 @@ from dagster_pyspark import LazyPySparkResource
 from pydantic import Field, PrivateAttr
 from pyspark.sql import DataFrame, SparkSession
 
+from resources.settings import parse_spark_conf
 from resources.spark_jvm import DEFAULT_ARCHIVE, jvm_settings, quick_start_options
 
 # Session settings every run relies on, whatever the application: applied to each new session.
@@ -37,7 +38,7 @@ SESSION_DEFAULTS: dict[str, str] = {
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
     "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",
 }
-# Application settings of a local Spark that suit a laptop; ``spark_config`` overrides any.
+# Application settings of a local Spark that suit a laptop; the user's settings override any.
 LOCAL_DEFAULTS: dict[str, str] = {
     **SESSION_DEFAULTS,
     "spark.driver.memory": "2g",
@@ -74,8 +75,14 @@ class SparkResource(LazyPySparkResource):
 
     spark_config: dict[str, Any] = Field(
         default_factory=dict,
-        description="Extra Spark settings (LAKEHOUSE_SPARK_CONF). Over Connect only session "
-        "settings apply; the server's own settings are given when it starts.",
+        description="Extra Spark settings. Over Connect only session settings apply; the "
+        "server's own settings are given when it starts.",
+    )
+    extra_settings: str | None = Field(
+        default=None,
+        description="More Spark settings, as the JSON object of LAKEHOUSE_SPARK_CONF (over "
+        "`spark_config`). Text, so that the Definitions pass it as the variable: a setting may "
+        "hold a credential (an object store's secret key), and the UI shows the variable's name.",
     )
     remote: str | None = Field(
         default=None,
@@ -180,7 +187,7 @@ class SparkResource(LazyPySparkResource):
         """A Connect session builder that sets ``SESSION_DEFAULTS`` in one call.
 
         (The builder sets its settings silently, skipping any it may not set: these are session
-        settings every Spark accepts. The user's ``spark_config`` is set by ``_configured``, one
+        settings every Spark accepts. The user's settings are set by ``_configured``, one
         call a setting, so a setting the server refuses fails the run, naming it.)
         """
         defaults: dict[str, Any] = dict(SESSION_DEFAULTS)
@@ -190,8 +197,13 @@ class SparkResource(LazyPySparkResource):
         assert self.remote is not None
         return self.remote
 
+    @property
+    def user_settings(self) -> dict[str, Any]:
+        """The user's Spark settings: ``spark_config`` and, over it, ``extra_settings``."""
+        return {**self.spark_config, **parse_spark_conf(self.extra_settings)}
+
     def _configured(self, session: SparkSession) -> SparkSession:
-        for key, value in self.spark_config.items():
+        for key, value in self.user_settings.items():
             session.conf.set(key, str(value))
         return session
 
@@ -206,7 +218,7 @@ class SparkResource(LazyPySparkResource):
         if self.quick_start:
             settings["spark.driver.extraJavaOptions"] = quick_start_options(DEFAULT_ARCHIVE)
         builder: Any = SparkSession.builder.master(self.master).appName(self.app_name)
-        for key, value in {**settings, **self.spark_config}.items():
+        for key, value in {**settings, **self.user_settings}.items():
             builder = builder.config(key, str(value))
         existing = SparkSession.getActiveSession()
         session = builder.getOrCreate()
