@@ -18,6 +18,7 @@ from pyspark.sql import functions as F
 Kind = Literal["integer", "number", "string"]
 REASON = "reason"
 NOT_UTF8 = "not utf-8"
+TOMBSTONE = "no value (tombstone)"  # a Kafka record without a value
 HEX_PREFIX = "hex:"  # raw_text of bytes that are not UTF-8 text
 # Spark SQL types the fields are read as: epoch seconds keep their microseconds as decimals.
 _SQL_TYPE = {"integer": "bigint", "number": "decimal(20,6)", "string": "string"}
@@ -37,13 +38,15 @@ QUARANTINE = {
 
 @dataclass(frozen=True)
 class JsonField:
-    """A field of a JSON record: its name, path, kind, whether required, and allowed values."""
+    """A field of a JSON record: its name, path, kind, whether required, and allowed values;
+    ``empty_is_null``: an empty string is no value (NULL, and missing when required)."""
 
     name: str
     kind: Kind
     required: bool = True
     allowed: tuple[str, ...] = ()
     path: str | None = None
+    empty_is_null: bool = False
 
     @property
     def json_path(self) -> str:
@@ -84,16 +87,33 @@ def _json_checks(fields: Sequence[JsonField]) -> list[tuple[Column, str]]:
     for field in fields:
         variant_type = _variant_type(field.json_path)
         present = variant_type.isNotNull() & (variant_type != "VOID")
+        if field.empty_is_null:
+            present &= F.coalesce(_as_text(field) != "", F.lit(True))
         right_kind = _has_kind(variant_type, field.kind)
         if field.required:
             checks.append((~present, f"missing {field.name}"))
         checks.append((present & ~right_kind, f"wrong type {field.name}"))
+        # A number of the right kind that its column cannot hold (beyond decimal(20,6)).
+        checks.append((present & right_kind & _typed(field).isNull(), f"out of range {field.name}"))
         if field.allowed:
-            value = F.expr(f"try_variant_get(_variant, '{field.json_path}', 'string')")
             checks.append(
-                (present & right_kind & ~value.isin(*field.allowed), f"unknown {field.name}")
+                (
+                    present & right_kind & ~_as_text(field).isin(*field.allowed),
+                    f"unknown {field.name}",
+                )
             )
     return checks
+
+
+def _typed(field: JsonField) -> Column:
+    """The field's value as its column's type (null when absent or when the type cannot hold
+    it)."""
+    return F.expr(f"try_variant_get(_variant, '{field.json_path}', '{_SQL_TYPE[field.kind]}')")
+
+
+def _as_text(field: JsonField) -> Column:
+    """The field's value read as text (null when absent)."""
+    return F.expr(f"try_variant_get(_variant, '{field.json_path}', 'string')")
 
 
 def first_failure(checks: Sequence[tuple[Column, str]]) -> Column:
@@ -117,10 +137,12 @@ def parse_json(
         if field.name in records.columns:
             records = records.withColumnRenamed(field.name, f"record_{field.name}")
     parsed = records.withColumn("_variant", F.try_parse_json(_text(F.col("value"))))
-    typed = [
-        F.expr(f"try_variant_get(_variant, '{f.json_path}', '{_SQL_TYPE[f.kind]}')").alias(f.name)
-        for f in fields
-    ]
+    typed = []
+    for f in fields:
+        value = _typed(f)
+        if f.empty_is_null and f.kind == "string":
+            value = F.nullif(value, F.lit(""))
+        typed.append(value.alias(f.name))
     with_fields = parsed.select("*", *typed)
     checks = [*_json_checks(fields), *extra]
     return with_fields.withColumn(REASON, first_failure(checks)).drop("_variant")

@@ -106,6 +106,38 @@ def test_each_declared_source_becomes_assets_a_lag_sensor_and_maintained_tables(
     }  # fmt: skip
 
 
+def test_a_source_with_declared_fields_has_its_rules_as_checks() -> None:
+    sources, _ = load_declarations(EXAMPLES)
+    built = lakehouse_definitions(sources)
+    specs = {spec.key: spec for spec in built.resolve_all_asset_specs()}
+    readings = specs[dg.AssetKey(["silver", "readings"])]
+    assert (readings.group_name, set(readings.kinds)) == ("silver", {"spark", "delta"})
+    assert readings.tags["lakehouse/mode"] == "append"
+    assert readings.tags["lakehouse/source"] == "readings"
+    assert "declared fields typed" in (readings.description or "")
+    assert "smart meters" in (readings.description or "")
+    assert dg.AssetKey(["bronze", "readings"]) in specs
+    checks = {
+        (key.asset_key.path[-1], key.name)
+        for asset in built.assets or ()
+        if isinstance(asset, dg.AssetsDefinition)
+        for key in asset.check_keys
+        if key.asset_key.path[-1].startswith("readings")
+    }
+    assert checks == {
+        ("readings", "primary_key_unique"), ("readings", "primary_key_not_null"),
+        ("readings", "accepted_status"), ("readings", "reconciled_with_bronze"),
+        ("readings", "not_empty"), ("readings_quarantine", "quarantine_rate"),
+    }  # fmt: skip
+    by_name = {source.name: source for source in sources}
+    assert source_tables(by_name["readings"]) == {
+        "bronze": ["readings"],
+        "silver": ["readings", "readings_quarantine"],
+    }
+    refresh = built.resolve_job_def("silver_full_refresh")
+    assert "silver_readings" in refresh.graph.node_names()
+
+
 def test_every_table_has_one_writer_at_a_time() -> None:
     """Each step is in the pool ``lakehouse-<layer>-<table>`` of the table it writes (a router,
     of the source whose ``<source>_...`` tables it writes); dagster.yaml limits a pool to one

@@ -70,6 +70,17 @@ def test_user_info_fields_are_typed(spark: SparkSession) -> None:
     assert str(row.timestamp) == "1700000000.123456"
 
 
+def test_a_number_its_column_cannot_hold_is_rejected_not_nulled(spark: SparkSession) -> None:
+    base = '{"user_id": 1, "workout_id": 2, "session_id": 3, "action": "start", "timestamp": '
+    # decimal(20,6) holds 14 integer digits; an integer field is a 64-bit integer.
+    values = [base + "99999999999999.9999994}", base + "1e14}", base + "1e30}",
+              base.replace('"user_id": 1', '"user_id": 9223372036854775808') + "5}"]  # fmt: skip
+    parsed = parse_workout(kafka_rows(spark, values))
+    assert reasons(parsed) == [None, "out of range timestamp", "out of range timestamp",
+                               "wrong type user_id"]  # fmt: skip
+    assert str(parsed.orderBy("offset").first().timestamp) == "99999999999999.999999"
+
+
 def test_workout_action_must_be_known(spark: SparkSession) -> None:
     base = '{"user_id": 1, "workout_id": 2, "session_id": 3, "timestamp": 5, "action": '
     parsed = parse_workout(kafka_rows(spark, [base + '"start"}', base + '"pause"}']))

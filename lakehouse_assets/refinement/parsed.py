@@ -73,11 +73,16 @@ class ParsedTable:
     from_history: bool = False
     # The column whose UTC date partitions the table (None: not laid out by days).
     dated_by: str | None = None
+    # Every row is new (its key is its record's Kafka coordinates, which one run reads once):
+    # appended, with no merge to look for the key in the table.
+    append: bool = False
     rules: TableRules | None = None
     descriptions: Mapping[str, str] | None = None
     lineage: Lineage | None = None
     quarantine_lineage: Lineage | None = None
     owners: Sequence[str] = ()
+    description: str | None = None  # the table's (default: ``shape``'s docstring)
+    tags: Mapping[str, str] | None = None  # more tags of both assets
     # The quarantine's upgrade, if an earlier version wrote it in another layout.
     quarantine_upgrade: Upgrade | None = None
 
@@ -146,12 +151,12 @@ def parsed_table_asset(spec: ParsedTable) -> dg.AssetsDefinition:
         specs=refined_specs(
             spec.table,
             spec.source,
-            spec.shape.__doc__,
+            spec.description or spec.shape.__doc__,
             group_name=SILVER,
             kinds=SILVER_KINDS,
             automation_condition=silver_automation,
             owners=list(spec.owners) or None,
-            tags=asset_tags(SILVER, spec.source),
+            tags={**asset_tags(SILVER, spec.source), **(spec.tags or {})},
             metadata=code_references(parse=spec.parse, shape=spec.shape),
         ),
         check_specs=refined_check_specs(
@@ -212,7 +217,10 @@ def _refine(
         lake.replace(
             SILVER, spec.table, all_rows(spec, parsed), changes.markers, layout(spec.dated_by)
         )
-    if rows is not None:
+    if rows is not None and spec.append:
+        if not lake.holds(SILVER, spec.table, changes.markers):  # else a re-run's: written
+            lake.append(SILVER, spec.table, rows, layout(spec.dated_by), changes.markers)
+    elif rows is not None:
         lake.merge(
             SILVER, spec.table, rows, spec.keys, markers=changes.markers,
             update_when=spec.update_when, delete_flag="deleted" if spec.from_history else None,

@@ -22,6 +22,7 @@ from lakehouse_assets.constants import (
 from lakehouse_assets.pipeline import Pipeline
 from lakehouse_assets.profiling.store import profile_after_write
 from lakehouse_assets.refinement.changes import SILVER_KINDS, read_changes
+from lakehouse_assets.refinement.parsed import parsed_table_asset
 from lakehouse_assets.refinement.step import (
     Refinement,
     quarantine_table,
@@ -33,6 +34,7 @@ from lakehouse_assets.sensors.streams import kafka_lag_sensor
 from lakehouse_assets.sources import route_assets
 from lakehouse_assets.sources.columns import ADDED, field_description
 from lakehouse_assets.sources.declarations import CDC_MODES, ROUTE, SourceDeclaration
+from lakehouse_assets.sources.fields import fields_table
 from lakehouse_assets.sources.refine import Refined, refine, reinfer_schema, schema_path
 from lakehouse_assets.sources.rules import source_rules
 from lakehouse_assets.sources.writes import deletes_table
@@ -170,6 +172,8 @@ def source_assets(source: SourceDeclaration) -> list[dg.AssetsDefinition | dg.As
     """Every asset of a declared source."""
     if source.mode == ROUTE:
         return route_assets.route_assets(source)
+    if source.fields:  # typed as declared, on the step of the tables parsed by fixed rules
+        return [bronze_asset(source), parsed_table_asset(fields_table(source))]
     return [bronze_asset(source), silver_asset(source)]
 
 

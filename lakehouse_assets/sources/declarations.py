@@ -12,6 +12,15 @@ A declaration (``sources/orders.yaml``; the file's name is the source's name)::
     truncate: apply                  # a truncate empties the table; default: quarantine
     partition_by: [country, date(created_at)]
 
+A plain JSON source may declare its ``fields`` instead of having its schema inferred: each typed
+and checked by its rules (``validation``), a record breaking one quarantined with the first::
+
+    fields:
+      - {name: device_id, type: integer}
+      - {name: heartrate, type: number, required: false}
+      - {name: zip, type: integer, required: false, path: address.zip}
+      - {name: action, type: string, allowed: [start, stop]}
+
 A ``route-by-type`` source adds a ``routing`` block (``lakehouse_assets.sources.routing``).
 
 A file that does not validate is reported with its file, line and field, and skipped: the other
@@ -36,10 +45,10 @@ from lakehouse_assets.sources.declaration_errors import (
     field_lines,
     lines_of,
 )
+from lakehouse_assets.sources.field_declarations import NAME, DeclaredField, Name, field_errors
 from lakehouse_assets.sources.routing import FIELD_PATH, SEPARATOR, Routing
 
 OFFSET = "offset"  # order_by's default: the Kafka offset
-NAME = re.compile(r"[a-z][a-z0-9_]*")
 DATE_OF = re.compile(r"date\(\s*([A-Za-z_][A-Za-z0-9_]*)\s*\)")
 
 Format = Literal["json", "debezium-json", "avro"]
@@ -62,7 +71,7 @@ class SourceDeclaration(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    name: str = Field(description="Tables bronze/<name> and silver/<name>: the file's name.")
+    name: Name = Field(description="Tables bronze/<name> and silver/<name>: the file's name.")
     topic: str | None = Field(default=None, description="The topic to read.")
     topic_pattern: str | None = Field(
         default=None, description="A regular expression: every topic whose whole name matches."
@@ -100,6 +109,11 @@ class SourceDeclaration(BaseModel):
     routing: Routing | None = Field(
         default=None, description="route-by-type: the document store, filters and locations."
     )
+    fields: tuple[DeclaredField, ...] = Field(
+        default=(),
+        description="The records' fields, typed and checked as declared (json, append or "
+        "latest-per-key); without them the schema is inferred.",
+    )
     empty_strings: Literal["keep", "null"] | None = Field(
         default=None,
         description="'keep': an empty string is a value, apart from NULL; 'null': it is stored "
@@ -120,13 +134,6 @@ class SourceDeclaration(BaseModel):
         "closes every version open at it (cdc-scd2), and a change older than it arriving later "
         "stays out. 'quarantine': it goes to the quarantine table with its reason.",
     )
-
-    @field_validator("name")
-    @classmethod
-    def _name(cls, value: str) -> str:
-        if not NAME.fullmatch(value):
-            raise ValueError("must be lower case letters, digits and _, starting with a letter")
-        return value
 
     @field_validator("topic_pattern")
     @classmethod
@@ -252,8 +259,13 @@ def _rule_errors(declaration: SourceDeclaration) -> Iterator[tuple[str, str]]:
             yield "keys", f"mode {declaration.mode} needs the key columns of the rows"
     if declaration.truncate == "apply" and declaration.mode not in CDC_MODES:
         yield "truncate", "'apply' empties a table of keyed changes: mode cdc-scd1 or cdc-scd2"
-    if declaration.mode == "latest-per-key" and declaration.keys:
+    if declaration.mode == "latest-per-key" and declaration.keys and not declaration.fields:
         yield "keys", "latest-per-key keys rows by the Kafka key: leave 'keys' out"
+    if declaration.fields:
+        yield from field_errors(
+            declaration.fields, declaration.format, declaration.mode, declaration.keys,
+            bool(declaration.partition_by), declaration.order_by == OFFSET,
+        )  # fmt: skip
     if declaration.mode == "latest-per-key" and declaration.order_by != OFFSET:
         yield "order_by", "latest-per-key keeps the record of highest offset: leave out 'order_by'"
     if (declaration.format == "avro") != (declaration.avro_schema is not None):

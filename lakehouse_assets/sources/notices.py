@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, BooleanType, StringType, StructField, StructType
 
 from lakehouse_assets.sources.routing import DELETED_SUFFIX, Routing
-from lakehouse_assets.validation import REASON
+from lakehouse_assets.validation import REASON, TOMBSTONE
 
 OFFSET = "offset"
 # The fields of a change notice the lakehouse reads (others are ignored).
@@ -63,7 +63,7 @@ def notices(changes: DataFrame, routing: Routing, order_by: str) -> DataFrame:
     subtype = F.nullif(notice["document_subtype"], F.lit(""))
     kinds = list(routing.documents)
     reason = (
-        F.when(F.col("value").isNull(), "no value (tombstone)")
+        F.when(F.col("value").isNull(), TOMBSTONE)
         .when(F.get_json_object(text, "$").isNull(), "malformed json")
         .when(F.coalesce(notice["document_id"], F.lit("")) == "", "missing document_id")
         .when(notice["domain"].isNull(), "missing domain")

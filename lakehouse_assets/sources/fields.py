@@ -1,0 +1,86 @@
+"""A declared source whose records' fields are declared (``fields``), as a table parsed by fixed
+rules (``refinement.parsed``), the step the fitness pipeline's parsed tables take: each field
+typed and checked by ``validation.parse_json``, a record breaking a rule quarantined with the
+first it breaks, the rest kept as the mode says (append: appended, keyed by the record's Kafka
+coordinates; latest-per-key: merged by the declared keys)."""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from lakehouse_assets.checks.rules import TableRules
+from lakehouse_assets.refinement.parsed import ParsedTable
+from lakehouse_assets.sources.columns import ADDED
+from lakehouse_assets.sources.declarations import SourceDeclaration
+from lakehouse_assets.sources.transforms import KAFKA_COLUMNS, newest_per_key, refined
+from lakehouse_assets.validation import REASON, TOMBSTONE, JsonField, kafka_quarantine, parse_json
+
+COORDINATES = ("_kafka_topic", "_kafka_partition", "_kafka_offset")
+DESCRIPTIONS = {
+    "append": "Every valid record of the declared source `{name}`, its declared fields typed, "
+    "with the Kafka coordinates (`_kafka_*`).",
+    "latest-per-key": "The latest valid record of each `{keys}` of the declared source `{name}` "
+    "(of one batch, the highest offset; a later batch's replaces it), its declared fields typed, "
+    "with the Kafka coordinates (`_kafka_*`).",
+}
+
+
+def json_fields(source: SourceDeclaration) -> tuple[JsonField, ...]:
+    """The source's declared fields as ``validation`` reads them."""
+    empty_is_null = not source.keeps_empty_strings
+    return tuple(
+        JsonField(
+            f.name, f.type, f.required, f.allowed, f"$.{f.path}" if f.path else None, empty_is_null
+        )
+        for f in source.fields
+    )
+
+
+def _describe(field: JsonField) -> str:
+    rules = ["required" if field.required else "optional"]
+    if field.allowed:
+        rules.append(f"one of {', '.join(field.allowed)}")
+    if field.path:
+        rules.append(f"at `{field.path}`")
+    return f"The record's declared field `{field.name}` ({field.kind}; {'; '.join(rules)})."
+
+
+def fields_table(source: SourceDeclaration) -> ParsedTable:
+    """``silver.<source>`` of a source with declared fields, and its quarantine."""
+    fields = json_fields(source)
+    names = [field.name for field in fields]
+    keys = source.keys if source.mode == "latest-per-key" else COORDINATES
+
+    def parse(records: DataFrame) -> DataFrame:
+        """Bronze records with their declared fields typed and a ``reason`` for each record
+        that breaks a rule, a tombstone's (a record without a value) first."""
+        parsed = parse_json(records, fields)
+        tombstone = F.when(F.col("value").isNull(), F.lit(TOMBSTONE))
+        return parsed.withColumn(REASON, F.coalesce(tombstone, F.col(REASON)))
+
+    def shape(valid: DataFrame) -> DataFrame:
+        """The valid records' fields and Kafka coordinates (latest-per-key: the newest of each
+        key in the batch)."""
+        rows = refined(valid, names, [])
+        return newest_per_key(rows, keys) if source.mode == "latest-per-key" else rows
+
+    accepted = {f.name: f.allowed for f in fields if f.allowed}
+    return ParsedTable(
+        source.name,
+        source.name,
+        parse,
+        kafka_quarantine,
+        shape,
+        tuple(keys),
+        rules=TableRules(keys=tuple(keys), accepted=accepted),
+        descriptions={
+            **{field.name: _describe(field) for field in fields},
+            **{column: ADDED[column] for column in KAFKA_COLUMNS},
+        },
+        owners=source.owners,
+        description=DESCRIPTIONS[source.mode].format(name=source.name, keys=", ".join(keys))
+        + (f"\n\n{source.description}" if source.description else ""),
+        tags={"lakehouse/mode": source.mode},
+        append=source.mode == "append",
+    )
