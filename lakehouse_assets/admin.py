@@ -98,6 +98,7 @@ def sources() -> None:
     declared, errors = load_declarations(folder)
     for source in declared:
         origin = source.topic or f"/{source.topic_pattern}/"
+        origin = f"landing/{source.name}/" if source.format == "csv" else origin
         print(f"{source.name}: {origin} ({source.format}, {source.mode})")
     print(f"{len(declared)} sources declared in {folder}, {len(errors)} files not loaded")
     if errors:

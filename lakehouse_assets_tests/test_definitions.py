@@ -138,6 +138,21 @@ def test_a_source_with_declared_fields_has_its_rules_as_checks() -> None:
     assert "silver_readings" in refresh.graph.node_names()
 
 
+def test_a_csv_source_reads_its_landing_folder() -> None:
+    sources, _ = load_declarations(EXAMPLES)
+    built = lakehouse_definitions(sources)
+    specs = {spec.key: spec for spec in built.resolve_all_asset_specs()}
+    bronze = specs[dg.AssetKey(["bronze", "badges"])]
+    assert set(bronze.kinds) == {"spark", "delta", "csv"}
+    assert "landing/badges/" in (bronze.description or "")
+    badges = specs[dg.AssetKey(["silver", "badges"])]
+    assert badges.tags["lakehouse/mode"] == "latest-per-key"
+    assert "CSV files" in (badges.description or "")
+    assert "building's nightly export" in (badges.description or "")
+    sensors = {sensor.name for sensor in built.sensors or ()}
+    assert "badges_landing_files" in sensors and "badges_kafka_lag" not in sensors
+
+
 def test_every_table_has_one_writer_at_a_time() -> None:
     """Each step is in the pool ``lakehouse-<layer>-<table>`` of the table it writes (a router,
     of the source whose ``<source>_...`` tables it writes); dagster.yaml limits a pool to one

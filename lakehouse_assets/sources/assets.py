@@ -9,8 +9,8 @@ import dagster as dg
 from pydantic import Field
 
 from lakehouse_assets.automation import silver_automation
-from lakehouse_assets.bronze.assets import kafka_bronze_asset
-from lakehouse_assets.checks.freshness import kafka_freshness_check
+from lakehouse_assets.bronze.assets import kafka_bronze_asset, landing_bronze_asset
+from lakehouse_assets.checks.freshness import kafka_freshness_check, landing_freshness_check
 from lakehouse_assets.checks.results import check_results, check_specs, written_rows
 from lakehouse_assets.constants import (
     BRONZE,
@@ -30,10 +30,10 @@ from lakehouse_assets.refinement.step import (
     refined_results,
     refined_specs,
 )
-from lakehouse_assets.sensors.streams import kafka_lag_sensor
+from lakehouse_assets.sensors.streams import kafka_lag_sensor, landing_sensor
 from lakehouse_assets.sources import route_assets
 from lakehouse_assets.sources.columns import ADDED, field_description
-from lakehouse_assets.sources.declarations import CDC_MODES, ROUTE, SourceDeclaration
+from lakehouse_assets.sources.declarations import CDC_MODES, LANDING, ROUTE, SourceDeclaration
 from lakehouse_assets.sources.fields import fields_table
 from lakehouse_assets.sources.refine import Refined, refine, reinfer_schema, schema_path
 from lakehouse_assets.sources.rules import source_rules
@@ -71,7 +71,11 @@ class DeclaredSilverConfig(dg.Config):
 
 
 def bronze_asset(source: SourceDeclaration) -> dg.AssetsDefinition:
-    """``bronze/<name>``: the source's Kafka records as delivered."""
+    """``bronze/<name>``: the source's Kafka records as delivered (a csv source: the lines of
+    the files dropped in ``landing/<name>/``)."""
+    if source.format == LANDING:
+        columns = [field.name for field in source.fields]
+        return landing_bronze_asset(source.name, columns, owners=source.owners)
     return kafka_bronze_asset(
         source.name,
         [source.topic] if source.topic else [],
@@ -180,18 +184,22 @@ def source_assets(source: SourceDeclaration) -> list[dg.AssetsDefinition | dg.As
 def source_sensors(
     source: SourceDeclaration, settings: SensorSettings
 ) -> list[dg.SensorDefinition]:
-    """The Kafka lag sensors launching the source's bronze streams."""
+    """The sensors launching the source's bronze streams: Kafka lag, or new landing files."""
     if source.mode == ROUTE:
         return route_assets.route_sensors(source, settings)
+    if source.format == LANDING:
+        return [landing_sensor(source.name, settings)]
     topics = [source.topic] if source.topic else []
     return [kafka_lag_sensor(source.name, settings, topics, pattern=source.topic_pattern)]
 
 
 def source_freshness_checks(source: SourceDeclaration) -> list[dg.AssetChecksDefinition]:
-    """The freshness of the source's bronze tables against their topics (reported by the
-    sensors)."""
+    """The freshness of the source's bronze tables against their topics or landing folder
+    (reported by the sensors)."""
     if source.mode == ROUTE:
         return route_assets.route_freshness_checks(source)
+    if source.format == LANDING:
+        return [landing_freshness_check(source.name)]
     topics = [source.topic] if source.topic else []
     return [kafka_freshness_check(source.name, topics, pattern=source.topic_pattern)]
 

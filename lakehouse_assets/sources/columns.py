@@ -13,6 +13,8 @@ ADDED = {
     "_kafka_partition": "The Kafka partition of the record.",
     "_kafka_offset": "The record's offset in its partition.",
     "_kafka_timestamp": "The record's Kafka timestamp (UTC).",
+    "_landing_file": "The landing file the row comes from.",
+    "_ingested_at": "When the file was read into bronze (UTC).",
     "_raw_change_type": "The kind of change of the bronze row in bronze's change data feed "
     "(`insert` for a record appended to bronze).",
     OP: "The Debezium operation of the change: `c` create, `u` update, `d` delete, `r` read "

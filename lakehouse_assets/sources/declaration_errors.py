@@ -60,6 +60,15 @@ def field_error(
     return DeclarationError(path, line, field, msg.removeprefix("Value error, "))
 
 
+def rule_error(
+    path: Path, lines: dict[tuple[Any, ...], int], field: str, msg: str
+) -> DeclarationError:
+    """The error of a rule across fields, on the line of ``field`` (a dotted path such as
+    ``fields.3.type``)."""
+    loc = tuple(int(part) if part.isdigit() else part for part in field.split("."))
+    return field_error(path, lines, loc, msg)
+
+
 def field_lines(node: yaml.Node, loc: tuple[Any, ...] = ()) -> Iterator[tuple[tuple, int]]:
     """``(field path, line)`` of every value in a composed YAML document (lines from 1)."""
     if isinstance(node, yaml.MappingNode):

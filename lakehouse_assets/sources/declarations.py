@@ -1,10 +1,10 @@
-"""Declared sources: one YAML file per Kafka source, validated, each becoming bronze and silver
-assets (``lakehouse_assets.sources.assets``) without code.
+"""Declared sources: one YAML file per Kafka source (or landing folder), validated, each
+becoming bronze and silver assets (``lakehouse_assets.sources.assets``) without code.
 
 A declaration (``sources/orders.yaml``; the file's name is the source's name)::
 
     topic: shop.public.orders        # or topic_pattern: 'shop\\.public\\..*'
-    format: debezium-json            # json | debezium-json
+    format: debezium-json            # json | debezium-json | avro | csv (landing/<name>/)
     mode: cdc-scd1                   # append | latest-per-key | cdc-scd1 | cdc-scd2
     keys: [id]
     order_by: source.lsn             # default: the Kafka offset
@@ -44,6 +44,7 @@ from lakehouse_assets.sources.declaration_errors import (
     field_error,
     field_lines,
     lines_of,
+    rule_error,
 )
 from lakehouse_assets.sources.field_declarations import NAME, DeclaredField, Name, field_errors
 from lakehouse_assets.sources.routing import FIELD_PATH, SEPARATOR, Routing
@@ -51,7 +52,8 @@ from lakehouse_assets.sources.routing import FIELD_PATH, SEPARATOR, Routing
 OFFSET = "offset"  # order_by's default: the Kafka offset
 DATE_OF = re.compile(r"date\(\s*([A-Za-z_][A-Za-z0-9_]*)\s*\)")
 
-Format = Literal["json", "debezium-json", "avro"]
+Format = Literal["json", "debezium-json", "avro", "csv"]
+LANDING = "csv"  # a landing folder's CSV files, not a topic
 Mode = Literal["append", "latest-per-key", "cdc-scd1", "cdc-scd2", "route-by-type"]
 CDC_MODES = ("cdc-scd1", "cdc-scd2")
 ROUTE = "route-by-type"
@@ -76,7 +78,11 @@ class SourceDeclaration(BaseModel):
     topic_pattern: str | None = Field(
         default=None, description="A regular expression: every topic whose whole name matches."
     )
-    format: Format = Field(default="json", description="How a record's value is encoded.")
+    format: Format = Field(
+        default="json",
+        description="How a record's value is encoded; csv: the lines of the CSV files dropped in "
+        "landing/<name>/ under the lake root, not a topic.",
+    )
     avro_schema: str | None = Field(
         default=None, description="The .avsc file of an avro source (relative to this file)."
     )
@@ -212,7 +218,7 @@ def load_declaration(path: Path) -> SourceDeclaration:
                 for e in error.errors()
             ]
         ) from None
-    problems = [field_error(path, lines, (f,), msg) for f, msg in _rule_errors(declaration)]
+    problems = [rule_error(path, lines, f, msg) for f, msg in _rule_errors(declaration)]
     if problems:
         raise InvalidDeclaration(problems)
     return declaration
@@ -250,7 +256,10 @@ def load_declarations(
 
 def _rule_errors(declaration: SourceDeclaration) -> Iterator[tuple[str, str]]:
     """Rules across fields, as ``(field, message)``."""
-    if (declaration.topic is None) == (declaration.topic_pattern is None):
+    if declaration.format == LANDING:
+        if declaration.topic is not None or declaration.topic_pattern is not None:
+            yield "topic", "a csv source reads the files of landing/<name>/: leave out the topic"
+    elif (declaration.topic is None) == (declaration.topic_pattern is None):
         yield "topic", "set exactly one of 'topic' and 'topic_pattern'"
     if declaration.mode in CDC_MODES:
         if declaration.format != "debezium-json":
@@ -266,6 +275,8 @@ def _rule_errors(declaration: SourceDeclaration) -> Iterator[tuple[str, str]]:
             declaration.fields, declaration.format, declaration.mode, declaration.keys,
             bool(declaration.partition_by), declaration.order_by == OFFSET,
         )  # fmt: skip
+    elif declaration.format == LANDING:
+        yield "fields", "a csv source declares its fields, in file order"
     if declaration.mode == "latest-per-key" and declaration.order_by != OFFSET:
         yield "order_by", "latest-per-key keeps the record of highest offset: leave out 'order_by'"
     if (declaration.format == "avro") != (declaration.avro_schema is not None):

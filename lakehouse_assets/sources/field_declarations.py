@@ -59,11 +59,14 @@ def field_errors(
     """The rules of a source declaring its ``fields`` (encoded as ``encoding``, kept as ``mode`` by
     ``keys``), as ``(field, message)``."""
     names = [field.name for field in fields]
-    if encoding != "json" or mode not in ("append", "latest-per-key"):
+    if encoding not in ("json", "csv") or mode not in ("append", "latest-per-key"):
         yield (
             "fields",
-            "declared fields type plain JSON records: format json, mode append or latest-per-key",
+            "declared fields type plain JSON records or CSV lines: format json or csv, mode "
+            "append or latest-per-key",
         )
+    if encoding == "csv":
+        yield from _csv_errors(fields, mode)
     for name in sorted({name for name in names if names.count(name) > 1}):
         yield "fields", f"the field {name!r} is declared twice"
     if mode == "latest-per-key" and not keys:
@@ -75,3 +78,21 @@ def field_errors(
         yield "partition_by", "a source with declared fields is not partitioned: leave it out"
     if not ordered_by_offset:
         yield "order_by", "the latest record read wins: leave out 'order_by'"
+
+
+def _csv_errors(fields: Sequence[DeclaredField], mode: str) -> Iterator[tuple[str, str]]:
+    """A CSV line's columns, by position: every one required, an integer or text."""
+    if mode == "append":
+        yield (
+            "mode",
+            "a landing file's lines have no Kafka coordinates to keep them by: mode "
+            "latest-per-key, with keys",
+        )
+    for n, field in enumerate(fields):
+        if field.type == "number":
+            yield f"fields.{n}.type", "a csv column is an integer or a string"
+        if not field.required or field.allowed or field.path:
+            yield (
+                f"fields.{n}",
+                "a csv column is required, by position: no required, allowed or path",
+            )

@@ -6,15 +6,23 @@ coordinates; latest-per-key: merged by the declared keys)."""
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from lakehouse_assets.checks.rules import TableRules
-from lakehouse_assets.refinement.parsed import ParsedTable
+from lakehouse_assets.refinement.parsed import ParsedTable, Transform
 from lakehouse_assets.sources.columns import ADDED
-from lakehouse_assets.sources.declarations import SourceDeclaration
+from lakehouse_assets.sources.declarations import LANDING, SourceDeclaration
 from lakehouse_assets.sources.transforms import KAFKA_COLUMNS, newest_per_key, refined
-from lakehouse_assets.validation import REASON, TOMBSTONE, JsonField, kafka_quarantine, parse_json
+from lakehouse_assets.validation import (
+    REASON,
+    TOMBSTONE,
+    JsonField,
+    csv_quarantine,
+    kafka_quarantine,
+    parse_csv,
+    parse_json,
+)
 
 COORDINATES = ("_kafka_topic", "_kafka_partition", "_kafka_offset")
 DESCRIPTIONS = {
@@ -23,7 +31,12 @@ DESCRIPTIONS = {
     "latest-per-key": "The latest valid record of each `{keys}` of the declared source `{name}` "
     "(of one batch, the highest offset; a later batch's replaces it), its declared fields typed, "
     "with the Kafka coordinates (`_kafka_*`).",
+    "csv": "The latest valid row of each `{keys}` of the CSV files of the declared source "
+    "`{name}` (of the files read last, the greatest row), its columns typed, with the file it "
+    "came from (`_landing_file`) and when it was read (`_ingested_at`).",
 }
+# The landing rows' columns beside the fields, from the bronze row's.
+LANDING_COLUMNS = {"_landing_file": "source_file", "_ingested_at": "ingested_at"}
 
 
 def json_fields(source: SourceDeclaration) -> tuple[JsonField, ...]:
@@ -46,11 +59,32 @@ def _describe(field: JsonField) -> str:
     return f"The record's declared field `{field.name}` ({field.kind}; {'; '.join(rules)})."
 
 
-def fields_table(source: SourceDeclaration) -> ParsedTable:
-    """``silver.<source>`` of a source with declared fields, and its quarantine."""
+def _csv_parts(source: SourceDeclaration) -> tuple[Transform, Transform, dict[str, str]]:
+    """A csv source's parse and shape, and the columns its rows have beside the fields."""
+    names = [field.name for field in source.fields]
+    numeric = {field.name for field in source.fields if field.type == "integer"}
+
+    def parse(lines: DataFrame) -> DataFrame:
+        """Landing lines read by position, each column typed and required, with a ``reason``
+        for each line that breaks a rule (header and blank lines skipped)."""
+        return parse_csv(lines, names, numeric)
+
+    def shape(valid: DataFrame) -> DataFrame:
+        """Of each key, the row of the file read last (of one file, the greatest row), with the
+        file it came from and when it was read."""
+        order = [F.col("ingested_at").desc(), F.col("source_file").desc()]
+        newest = Window.partitionBy(*source.keys).orderBy(*order, *[F.desc(n) for n in names])
+        rows = valid.withColumn("_rank", F.row_number().over(newest)).where("_rank = 1")
+        origin = [F.col(c).alias(name) for name, c in LANDING_COLUMNS.items()]
+        return rows.select(*names, *origin)
+
+    return parse, shape, {name: ADDED[name] for name in LANDING_COLUMNS}
+
+
+def _json_parts(source: SourceDeclaration) -> tuple[Transform, Transform, dict[str, str]]:
+    """A json source's parse and shape, and the columns its rows have beside the fields."""
     fields = json_fields(source)
     names = [field.name for field in fields]
-    keys = source.keys if source.mode == "latest-per-key" else COORDINATES
 
     def parse(records: DataFrame) -> DataFrame:
         """Bronze records with their declared fields typed and a ``reason`` for each record
@@ -63,23 +97,30 @@ def fields_table(source: SourceDeclaration) -> ParsedTable:
         """The valid records' fields and Kafka coordinates (latest-per-key: the newest of each
         key in the batch)."""
         rows = refined(valid, names, [])
-        return newest_per_key(rows, keys) if source.mode == "latest-per-key" else rows
+        return newest_per_key(rows, source.keys) if source.mode == "latest-per-key" else rows
 
+    return parse, shape, {column: ADDED[column] for column in KAFKA_COLUMNS}
+
+
+def fields_table(source: SourceDeclaration) -> ParsedTable:
+    """``silver.<source>`` of a source with declared fields, and its quarantine."""
+    landing = source.format == LANDING
+    parse, shape, added = _csv_parts(source) if landing else _json_parts(source)
+    keys = source.keys if source.mode == "latest-per-key" else COORDINATES
+    fields = json_fields(source)
     accepted = {f.name: f.allowed for f in fields if f.allowed}
+    description = DESCRIPTIONS["csv" if landing else source.mode]
     return ParsedTable(
         source.name,
         source.name,
         parse,
-        kafka_quarantine,
+        csv_quarantine if landing else kafka_quarantine,
         shape,
         tuple(keys),
         rules=TableRules(keys=tuple(keys), accepted=accepted),
-        descriptions={
-            **{field.name: _describe(field) for field in fields},
-            **{column: ADDED[column] for column in KAFKA_COLUMNS},
-        },
+        descriptions={**{field.name: _describe(field) for field in fields}, **added},
         owners=source.owners,
-        description=DESCRIPTIONS[source.mode].format(name=source.name, keys=", ".join(keys))
+        description=description.format(name=source.name, keys=", ".join(keys))
         + (f"\n\n{source.description}" if source.description else ""),
         tags={"lakehouse/mode": source.mode},
         append=source.mode == "append",

@@ -14,6 +14,7 @@ import dagster as dg
 import pytest
 from pyspark.sql import SparkSession
 
+from lakehouse_assets.constants import LANDING_DIR
 from lakehouse_assets.devtools.broker import EmbeddedBroker
 from lakehouse_assets.devtools.sample_data import produce
 from lakehouse_assets.sources.assets import source_assets
@@ -156,6 +157,17 @@ fields:
     ]  # fmt: skip
 
 
+BADGES = """\
+format: csv
+mode: latest-per-key
+keys: [badge_id]
+fields:
+  - {name: badge_id, type: integer}
+  - {name: door, type: string}
+  - {name: at, type: integer}
+"""
+
+
 @pytest.mark.parametrize(
     ("text", "line", "field", "words"),
     [
@@ -176,6 +188,11 @@ fields:
         (TAPS + "  - {name: n, type: float}\n", 8, "fields.5.type", "'integer'"),
         (TAPS + "  - {name: n, type: string, path: 'a b'}\n", 8, "fields.5.path", "dotted"),
         (TAPS + "  - {name: N, type: string}\n", 8, "fields.5.name", "lower case"),
+        ("format: csv\n", 1, "fields", "declares its fields"),
+        (BADGES + "topic: badges\n", 8, "topic", "leave out the topic"),
+        (BADGES.replace("mode: latest-per-key", "mode: append"), 2, "mode", "latest-per-key"),
+        (BADGES + "  - {name: n, type: number}\n", 8, "fields.3.type", "integer or a string"),
+        (BADGES + "  - {name: n, type: string, required: false}\n", 8, "fields.3", "by position"),
     ],
 )
 def test_a_bad_field_declaration_is_reported_with_its_line_and_field(
@@ -188,3 +205,57 @@ def test_a_bad_field_declaration_is_reported_with_its_line_and_field(
     error = raised.value.errors[0]
     assert (error.line, error.field) == (line, field), str(error)
     assert words in error.message, str(error)
+
+
+def drop_file(lake: LakeResource, source: str, name: str, text: str) -> None:
+    folder = Path(lake.path(LANDING_DIR, source))
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text(text)
+
+
+def test_a_csv_source_keeps_the_latest_row_of_each_key_of_its_landing_files(
+    tmp_path: Path, resources: dict[str, Any], spark: SparkSession
+) -> None:
+    path = tmp_path / "badges.yaml"
+    path.write_text(BADGES)
+    source = load_declaration(path)
+    lake: LakeResource = resources["lake"]
+    lines = ["badge_id,door,at", "1,north,100", "1,south,200", "2,,150", "x,east,10", "3,west,300"]
+    drop_file(lake, "badges", "scans-1.csv", "\n".join([*lines, "", ""]))
+    result = dg.materialize(source_assets(source), resources=resources)
+    assert result.success
+
+    def silver() -> list[tuple[Any, ...]]:
+        return [(r["badge_id"], r["door"], r["at"], Path(r["_landing_file"]).name)
+                for r in rows(spark, lake, "badges", "badge_id")]  # fmt: skip
+
+    def rejected() -> list[tuple[str, str, str]]:
+        table = rows(spark, lake, "badges_quarantine", "raw_text")
+        return [(Path(r["source"]).name, r["raw_text"], r["reason"]) for r in table]
+
+    # Of one file's rows of a key, the greatest: (1, south, 200) over (1, north, 100).
+    assert silver() == [(1, "south", 200, "scans-1.csv"), (3, "west", 300, "scans-1.csv")]
+    assert rejected() == [("scans-1.csv", "2,,150", "missing door"),
+                          ("scans-1.csv", "x,east,10", "wrong type badge_id")]  # fmt: skip
+    assert checks(result) == {
+        "primary_key_unique": True, "primary_key_not_null": True,
+        "reconciled_with_bronze": True, "not_empty": True, "quarantine_rate": False,
+    }  # fmt: skip
+
+    assert dg.materialize(source_assets(source), resources=resources).success  # nothing new
+    assert len(silver()) == 2 and len(rejected()) == 2
+
+    drop_file(lake, "badges", "scans-2.csv", "badge_id,door,at\n1,north,400\n4,east,\n")
+    drop_file(lake, "badges", "empty.csv", "")
+    drop_file(lake, "badges", "header.csv", "badge_id,door,at\n")
+    assert dg.materialize(source_assets(source), resources=resources).success
+    assert silver() == [(1, "north", 400, "scans-2.csv"), (3, "west", 300, "scans-1.csv")]
+    assert rejected() == [("scans-1.csv", "2,,150", "missing door"),
+                          ("scans-2.csv", "4,east,", "missing at"),
+                          ("scans-1.csv", "x,east,10", "wrong type badge_id")]  # fmt: skip
+
+    # A file of only bad lines leaves silver as it was.
+    drop_file(lake, "badges", "scans-3.csv", "3,,\n")
+    assert dg.materialize(source_assets(source), resources=resources).success
+    assert silver() == [(1, "north", 400, "scans-2.csv"), (3, "west", 300, "scans-1.csv")]
+    assert ("scans-3.csv", "3,,", "missing door") in rejected()
