@@ -163,6 +163,18 @@ def test_a_server_that_starts_during_the_wait_is_reached() -> None:
         server.close()
 
 
+def test_a_connect_urls_token_is_never_shown(caplog: pytest.LogCaptureFixture) -> None:
+    url = f"sc://127.0.0.1:{free_port()}/;user_id=ann;token=s3cr3t"
+    with pytest.raises(SparkConnectUnreachable) as raised:
+        check_reachable(url, wait_s=1)
+    shown = url.replace("s3cr3t", "<hidden>")
+    assert shown in str(raised.value) and "s3cr3t" not in str(raised.value)
+    assert shown in caplog.text and "s3cr3t" not in caplog.text
+    with pytest.raises(SparkConnectUnreachable) as raised:
+        check_reachable("http://h:1/;token=s3cr3t")
+    assert "s3cr3t" not in str(raised.value)
+
+
 def test_a_remote_that_is_not_a_connect_url_is_named_in_the_error() -> None:
     with pytest.raises(SparkConnectUnreachable, match="http://host:15002"):
         SparkResource(remote="http://host:15002").get_session()
