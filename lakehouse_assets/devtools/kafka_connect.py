@@ -88,6 +88,9 @@ class KafkaConnect(LocalService):
 
     with KafkaConnect(broker.bootstrap_servers, postgres_connector(...)) as connect:
         ...  # the connector's task is running: changes flow to the broker
+
+    ``worker_settings`` add to or override the worker's (``offset.flush.interval.ms``: how
+    often it writes its source offsets, every second here).
     """
 
     name = "Kafka Connect worker"
@@ -101,10 +104,12 @@ class KafkaConnect(LocalService):
         timeout_s: float = 120.0,
         keep_log: bool = False,
         log_file: Path | None = None,
+        worker_settings: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(timeout_s, keep_log, log_file)
         self.bootstrap_servers = bootstrap_servers
         self.connector = dict(connector)
+        self.worker_settings = dict(worker_settings or {})
         self.port = free_port()
         self.data_dir = data_dir
         self._temporary: Path | None = None
@@ -136,6 +141,7 @@ class KafkaConnect(LocalService):
             "listeners": self.address,
             # The connector's jars declare their plugins: no scan of the class path at start.
             "plugin.discovery": "service_load",
+            **self.worker_settings,
         }  # no plugin.path: the connector is on the class path (an empty one is refused)
         worker_file = _properties(data_dir / "worker.properties", worker)
         connector_file = _properties(data_dir / "connector.properties", self.connector)

@@ -5,12 +5,15 @@ adaptive times, REPLICA IDENTITY DEFAULT) but for sending truncates.
 
 The changes: every column type of the table below, NULL beside '', an update leaving a TOASTed
 text unchanged (the connector sends its placeholder), a column added, a delete, a key deleted
-and inserted again, REPLICA IDENTITY FULL, the worker killed and restarted (it sends again what
-it had not committed since its last offsets), then a truncate and rows after it.
+and inserted again, REPLICA IDENTITY FULL, the worker killed after its offsets are written and
+again before (it sends again what it had sent since: Kafka Connect delivers at least once), then a
+truncate and rows after it. cdc-scd2's versions are checked against an audit trigger's log of
+every change, the TOASTed text included.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -82,14 +85,17 @@ WHILE_DOWN = [  # while the worker is down; it was killed after the statements a
 ]
 # Every change of the table, as a trigger sees it: what cdc-scd2's versions must be.
 AUDIT = f"""
-CREATE TABLE audit (n bigserial PRIMARY KEY, op text, id int, name text, balance numeric(12,2));
+CREATE TABLE audit (n bigserial PRIMARY KEY, op text, id int, name text, note text,
+                    balance numeric(12,2), tier int);
 CREATE FUNCTION audited() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
     IF TG_OP = 'DELETE' THEN
         INSERT INTO audit (op, id) VALUES ('d', OLD.id);
     ELSIF TG_OP = 'TRUNCATE' THEN
         INSERT INTO audit (op) VALUES ('t');
     ELSE
-        INSERT INTO audit (op, id, name, balance) VALUES ('u', NEW.id, NEW.name, NEW.balance);
+        -- tier is added mid-stream: read by name, NULL before it exists
+        INSERT INTO audit (op, id, name, note, balance, tier)
+        VALUES ('u', NEW.id, NEW.name, NEW.note, NEW.balance, (to_jsonb(NEW)->>'tier')::int);
     END IF;
     RETURN NULL;
 END $$;
@@ -119,34 +125,50 @@ def flushed(offsets: Path, change: dict[str, Any], timeout_s: float = 30.0) -> N
 
 
 def audited_versions(postgres: PostgresServer) -> list[tuple]:
-    """``(id, name, balance, is_current)`` of every version the audit log shows, by id and
-    order: each insert or update opens one, the next change of its key, or a truncate, closes
-    it."""
+    """``(id, name, note, balance, tier, is_current)`` of every version the audit log shows, by
+    id and order: each insert or update opens one, the next change of its key, or a truncate,
+    closes it."""
     connection = psycopg2.connect(
         host="127.0.0.1", port=postgres.port, user=postgres.user, dbname=DATABASE
     )
     with connection, connection.cursor() as cursor:
-        cursor.execute("SELECT op, id, name, balance FROM audit ORDER BY n")
+        cursor.execute("SELECT op, id, name, note, balance, tier FROM audit ORDER BY n")
         log = cursor.fetchall()
     connection.close()
     versions: dict[int, list[list[Any]]] = {}
-    for op, key, name, balance in log:
+    for op, key, *values in log:
         if op == "t":
             for history in versions.values():
                 if history:
-                    history[-1][3] = False
+                    history[-1][-1] = False
             continue
         history = versions.setdefault(key, [])
         if history:
-            history[-1][3] = False
+            history[-1][-1] = False
         if op == "u":
-            history.append([key, name, balance, True])
+            history.append([key, *values, True])
     return [tuple(v) for key in sorted(versions) for v in versions[key]]
 
 
 def silver_versions(spark: SparkSession, lake: LakeResource) -> list[tuple]:
     frame = lake.read(spark, SILVER, HISTORY).orderBy("id", "valid_from")
-    return [tuple(r) for r in frame.select("id", "name", "balance", "is_current").collect()]
+    columns = ["id", "name", "note", "balance", "tier", "is_current"]
+    return [tuple(r) for r in frame.select(*columns).collect()]
+
+
+def changes_named(bootstrap_servers: str, name: str) -> int:
+    """How many changes on the topic have a row named ``name``."""
+    from kafka import KafkaConsumer
+
+    consumer = KafkaConsumer(
+        TOPIC, bootstrap_servers=bootstrap_servers, auto_offset_reset="earliest",
+        consumer_timeout_ms=3000,
+    )  # fmt: skip
+    try:
+        payloads = [json.loads(m.value)["payload"] for m in consumer if m.value]
+    finally:
+        consumer.close()
+    return sum((payload.get("after") or {}).get("name") == name for payload in payloads)
 
 
 def materialize(sources: list[Any], resources: dict[str, Any]) -> dg.ExecuteInProcessResult:
@@ -192,16 +214,25 @@ def test_silver_equals_the_database_through_debeziums_connector(
 
         for statement in WHILE_DOWN:
             postgres.sql(DATABASE, statement)
-        with KafkaConnect(broker.bootstrap_servers, connector, data_dir=offsets):
+        # A worker that writes no offsets while it runs, killed once it has sent the changes:
+        # started again, it sends them again.
+        never = {"offset.flush.interval.ms": "3600000"}
+        with KafkaConnect(
+            broker.bootstrap_servers, connector, data_dir=offsets, worker_settings=never
+        ) as connect:
             wait_for(broker.bootstrap_servers, "sentinel 2")
-            materialize(source, resources)
-            assert silver_rows(spark, lake, TABLE, columns) == database_rows(
-                postgres, DATABASE, TABLE, columns
-            )
-            assert silver_versions(spark, lake) == audited_versions(postgres)
+            assert connect.pid is not None
+            os.kill(connect.pid, signal.SIGKILL)
+        materialize(source, resources)
+        assert silver_rows(spark, lake, TABLE, columns) == database_rows(
+            postgres, DATABASE, TABLE, columns
+        )
+        assert silver_versions(spark, lake) == audited_versions(postgres)
+        with KafkaConnect(broker.bootstrap_servers, connector, data_dir=offsets):
             for statement in TRUNCATED:
                 postgres.sql(DATABASE, statement)
             wait_for(broker.bootstrap_servers, "sentinel 3")
+        assert changes_named(broker.bootstrap_servers, "sentinel 2") == 2  # sent again
         result = materialize(source, resources)
         assert silver_rows(spark, lake, TABLE, columns) == database_rows(
             postgres, DATABASE, TABLE, columns
