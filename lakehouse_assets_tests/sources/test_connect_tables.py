@@ -91,13 +91,16 @@ def test_connect_types_become_spark_types_and_their_changes_evolve_or_quarantine
     ]  # fmt: skip
 
     # The table gains a column (ALTER TABLE ADD COLUMN), price becomes numeric(14,4) for a new
-    # row, and a record with price as text (decimal.handling.mode=string) cannot be held.
+    # row, a record with price as text (decimal.handling.mode=string) cannot be held, and one
+    # with a logical type no mapping knows is not guessed at.
     wider = [FIELDS[0], field("price", "bytes", DECIMAL, scale="4", connect_decimal_precision="14"),
              field("note", "string")]  # fmt: skip
     text = [FIELDS[0], field("price", "string")]
+    unknown = [FIELDS[0], field("geo", "string", "io.example.Geometry")]
     second = [
         bronze_row(wider, {"id": 3, "price": "ATCTEg==", "note": "hi"}, 20, 2),  # 1996.0594
         bronze_row(text, {"id": 1, "price": "199605.95"}, 21, 3),
+        bronze_row(unknown, {"id": 2, "geo": "POINT(1 2)"}, 22, 4),
     ]
     refine(lake, spark, source, spark.createDataFrame(second, BRONZE_SCHEMA), {"t": 1})
     stored = lake.read(spark, SILVER, source.name)
@@ -108,9 +111,11 @@ def test_connect_types_become_spark_types_and_their_changes_evolve_or_quarantine
         (3, Decimal("1996.0594"), "hi"),
     ]  # fmt: skip
     rejected = lake.read(spark, SILVER, f"{source.name}_quarantine").collect()
-    assert [(r.offset, r.reason) for r in rejected] == [
-        (3, "incompatible price: expected decimal(14,4), got string")
+    assert sorted((r.offset, r.reason) for r in rejected) == [
+        (3, "incompatible price: expected decimal(14,4), got string"),
+        (4, "unsupported Connect type io.example.Geometry of geo"),
     ]
+    assert "geo" not in stored.columns
     schema = json.loads(Path(lake.path(SILVER, "_schemas", "t.json")).read_text())
     assert schema["price"] == "decimal(14,4)" and schema["amount"] == "decimal(38,18)"
 
