@@ -174,17 +174,21 @@ def test_an_applied_truncate_empties_the_table_as_it_was_at_its_sequence(
     assert lake.read(spark, SILVER, "things_quarantine").count() == 0, "nothing is a bad record"
 
 
+@pytest.mark.parametrize("mode", ["cdc-scd1", "cdc-scd2"])
 @pytest.mark.parametrize("schemas", [False, True], ids=["plain", "with Connect schemas"])
 def test_a_truncate_not_declared_applied_is_quarantined_and_the_rows_stay(
-    schemas: bool, tmp_path: Path, resources: dict[str, Any], spark: SparkSession
+    mode: str, schemas: bool, tmp_path: Path, resources: dict[str, Any], spark: SparkSession
 ) -> None:
-    (tmp_path / "things.yaml").write_text(f"{DECLARATION}mode: cdc-scd1\n")
+    (tmp_path / "things.yaml").write_text(f"{DECLARATION}mode: {mode}\n")
     source = load_declaration(tmp_path / "things.yaml")
     lake: LakeResource = resources["lake"]
     events: list[Event] = [("upsert", 1, 10), (HEARTBEAT, None, None), ("truncate", None, 20),
                            (BEGIN, None, None), ("upsert", 2, 21), (END, None, None)]  # fmt: skip
     done = refine(lake, spark, source, bronze(spark, events, 0, schemas), {"truncates": 0})
     assert (done.truncates, done.skipped, done.rejected) == (0, 3, 1)
+    if mode == "cdc-scd2":  # every version stays open
+        current = [(1, "v1@10", True), (2, "v2@21", True)]
+        assert table(spark, lake, source, ["id", "v", "is_current"]) == current
     assert table(spark, lake, source, ["id", "v"]) == [(1, "v1@10"), (2, "v2@21")]
     rejected = lake.read(spark, SILVER, "things_quarantine").collect()
     assert [(row.offset, row.reason) for row in rejected] == [(2, TRUNCATE_REJECTED)]
