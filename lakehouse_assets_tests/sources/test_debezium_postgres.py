@@ -1,7 +1,9 @@
 """Debezium's own PostgreSQL connector, in Kafka Connect standalone, writing to the broker from a
 PostgreSQL with logical replication; silver is checked against the database's own rows (issue 58,
 items 4 and 5). The connector runs at its defaults (JsonConverter with schemas, precise decimals,
-adaptive times, REPLICA IDENTITY DEFAULT) but for sending truncates.
+adaptive times, REPLICA IDENTITY DEFAULT) but for sending truncates; then with numerics as text
+(decimal.handling.mode=string), Connect's own times (time.precision.mode=connect) and REPLICA
+IDENTITY FULL from the start.
 
 The changes: every column type of the table below, NULL beside '', an update leaving a TOASTed
 text unchanged (the connector sends its placeholder), a column added, a delete, a key deleted
@@ -150,10 +152,33 @@ def audited_versions(postgres: PostgresServer) -> list[tuple]:
     return [tuple(v) for key in sorted(versions) for v in versions[key]]
 
 
+VERSION_COLUMNS = ["id", "name", "note", "balance", "tier", "is_current"]
+
+
 def silver_versions(spark: SparkSession, lake: LakeResource) -> list[tuple]:
     frame = lake.read(spark, SILVER, HISTORY).orderBy("id", "valid_from")
-    columns = ["id", "name", "note", "balance", "tier", "is_current"]
-    return [tuple(r) for r in frame.select(*columns).collect()]
+    return [tuple(r) for r in frame.select(*VERSION_COLUMNS).collect()]
+
+
+# Debezium's other settings of types: a numeric as its plain text, Connect's own Date, Time and
+# Timestamp (milliseconds) for PostgreSQL's date, time and timestamp.
+TEXT_AND_CONNECT = {"decimal.handling.mode": "string", "time.precision.mode": "connect"}
+DECIMALS = ("balance", "ratio")
+
+
+def as_sent(columns: list[str], rows: list[tuple], settings: dict[str, str]) -> list[tuple]:
+    """The database's rows (in ``database_rows``' forms) as the connector with ``settings``
+    sends them: with ``TEXT_AND_CONNECT`` a numeric as its plain text and a timestamp to the
+    millisecond (its times here have none finer)."""
+
+    def value(name: str, value: Any) -> Any:
+        if not settings or value is None:
+            return value
+        if name in DECIMALS:
+            return format(value, "f")
+        return f"{value[:23]}000" if name == "seen" else value
+
+    return [tuple(map(value, columns, row)) for row in rows]
 
 
 def changes_named(bootstrap_servers: str, name: str) -> int:
@@ -178,21 +203,37 @@ def materialize(sources: list[Any], resources: dict[str, Any]) -> dg.ExecuteInPr
     return result
 
 
-@pytest.mark.parametrize("identity", ["DEFAULT", "FULL"], ids=lambda i: f"replica identity {i}")
+@pytest.mark.parametrize(
+    ("identity", "settings"),
+    [
+        pytest.param("DEFAULT", {}, id="defaults"),
+        pytest.param("FULL", TEXT_AND_CONNECT, id="replica identity FULL, decimal text, connect"),
+    ],
+)
 def test_silver_equals_the_database_through_debeziums_connector(
     identity: str,
+    settings: dict[str, str],
     tmp_path: Path,
     broker: EmbeddedBroker,
     resources: dict[str, Any],
     spark: SparkSession,
 ) -> None:
-    """With REPLICA IDENTITY DEFAULT the table turns FULL mid-stream; with FULL it is from the
-    start (a delete's and an update's ``before`` hold the whole row)."""
+    """At the connector's defaults the table turns REPLICA IDENTITY FULL mid-stream; then FULL
+    from the start (a delete's and an update's ``before`` hold the whole row), with numerics as
+    text and Connect's own times."""
     declared = f"topic: {TOPIC}\nformat: debezium-json\nkeys: [id]\norder_by: source.lsn\n"
     (tmp_path / f"{TABLE}.yaml").write_text(f"{declared}mode: cdc-scd1\ntruncate: apply\n")
     (tmp_path / f"{HISTORY}.yaml").write_text(f"{declared}mode: cdc-scd2\ntruncate: apply\n")
     source = [load_declaration(tmp_path / f"{name}.yaml") for name in (TABLE, HISTORY)]
     lake: LakeResource = resources["lake"]
+    columns = [*COLUMNS, "tier"]
+
+    def silver_equals_the_database() -> None:
+        expected = as_sent(columns, database_rows(postgres, DATABASE, TABLE, columns), settings)
+        assert silver_rows(spark, lake, TABLE, columns) == expected
+        versions = as_sent(VERSION_COLUMNS, audited_versions(postgres), settings)
+        assert silver_versions(spark, lake) == versions
+
     with PostgresServer(settings={"wal_level": "logical"}) as postgres:
         postgres.create_database(DATABASE)
         postgres.sql(DATABASE, TABLE_DDL)
@@ -200,7 +241,7 @@ def test_silver_equals_the_database_through_debeziums_connector(
         postgres.sql(DATABASE, AUDIT)
         connector = postgres_connector(
             DATABASE, "127.0.0.1", postgres.port, postgres.user, DATABASE, [f"public.{TABLE}"],
-            **{"skipped.operations": "none"},
+            **{"skipped.operations": "none", **settings},
         )  # fmt: skip
         offsets = tmp_path / "connect"
         with KafkaConnect(broker.bootstrap_servers, connector, data_dir=offsets) as connect:
@@ -210,10 +251,7 @@ def test_silver_equals_the_database_through_debeziums_connector(
             assert connect.pid is not None
             os.kill(connect.pid, signal.SIGKILL)
         result = materialize(source, resources)
-        columns = [*COLUMNS, "tier"]
-        assert silver_rows(spark, lake, TABLE, columns) == database_rows(
-            postgres, DATABASE, TABLE, columns
-        )
+        silver_equals_the_database()
         key = asset_key(SILVER, TABLE)
         (silver,) = [m for m in result.get_asset_materialization_events() if m.asset_key == key]
         # An update leaving the TOASTed note unchanged: the connector sends its placeholder, but
@@ -221,7 +259,6 @@ def test_silver_equals_the_database_through_debeziums_connector(
         unavailable = silver.materialization.metadata["columns_unavailable"].value
         assert unavailable == ("note" if identity == "DEFAULT" else "-")
         assert silver_rows(spark, lake, TABLE, ["id", "note"])[0] == (1, f"{LONG_NOTE}more")
-        assert silver_versions(spark, lake) == audited_versions(postgres)
 
         for statement in WHILE_DOWN:
             postgres.sql(DATABASE, statement)
@@ -235,20 +272,14 @@ def test_silver_equals_the_database_through_debeziums_connector(
             assert connect.pid is not None
             os.kill(connect.pid, signal.SIGKILL)
         materialize(source, resources)
-        assert silver_rows(spark, lake, TABLE, columns) == database_rows(
-            postgres, DATABASE, TABLE, columns
-        )
-        assert silver_versions(spark, lake) == audited_versions(postgres)
+        silver_equals_the_database()
         with KafkaConnect(broker.bootstrap_servers, connector, data_dir=offsets):
             for statement in TRUNCATED:
                 postgres.sql(DATABASE, statement)
             wait_for(broker.bootstrap_servers, "sentinel 3")
         assert changes_named(broker.bootstrap_servers, "sentinel 2") == 2  # sent again
         result = materialize(source, resources)
-        assert silver_rows(spark, lake, TABLE, columns) == database_rows(
-            postgres, DATABASE, TABLE, columns
-        )
-        assert silver_versions(spark, lake) == audited_versions(postgres)
+        silver_equals_the_database()
     for name in (TABLE, HISTORY):
         assert lake.read(spark, SILVER, f"{name}_quarantine").count() == 0, name
     (silver,) = [m for m in result.get_asset_materialization_events() if m.asset_key == key]
