@@ -7,7 +7,7 @@ What it measures
 JsonConverter writes them: a decimal, a MicroTimestamp) are written once to a Parquet file. Then,
 ``--rounds`` times in turn, each of these reads them all and counts the rows it kept:
 
-- columns: the declared source's reader as silver runs it (``refine.read_records``), which reads
+- columns: the declared source's reader as silver runs it (``reading.read_records``), which reads
   such batches in columns (``connect_columns``: pyarrow's JSON reader, Arrow casts).
 - records: the same reader one record at a time (``reader.Reader``: orjson and plain Python), as
   it reads any batch the columns cannot.
@@ -50,7 +50,7 @@ from lakehouse_assets.sources.reader import (  # noqa: E402
     _read_records,  # pyright: ignore[reportPrivateUsage]
     output_fields,
 )
-from lakehouse_assets.sources.refine import read_records  # noqa: E402
+from lakehouse_assets.sources.reading import read_records  # noqa: E402
 from lakehouse_assets.sources.schema import Schema  # noqa: E402
 from resources import ENV_SPARK_REMOTE, build_resources  # noqa: E402
 

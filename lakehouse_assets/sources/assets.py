@@ -35,7 +35,8 @@ from lakehouse_assets.sources import route_assets
 from lakehouse_assets.sources.columns import ADDED, field_description
 from lakehouse_assets.sources.declarations import CDC_MODES, LANDING, ROUTE, SourceDeclaration
 from lakehouse_assets.sources.fields import fields_table
-from lakehouse_assets.sources.refine import Refined, refine, reinfer_schema, schema_path
+from lakehouse_assets.sources.reading import reinfer_schema, schema_path
+from lakehouse_assets.sources.refine import Refined, refine
 from lakehouse_assets.sources.rules import source_rules
 from lakehouse_assets.sources.writes import deletes_table
 from lakehouse_assets.table_metadata import code_references, table_metadata

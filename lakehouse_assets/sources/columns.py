@@ -5,7 +5,7 @@ their source and its schema file."""
 from lakehouse_assets.sources.cdc import IS_CURRENT, VALID_FROM, VALID_TO
 from lakehouse_assets.sources.declarations import SourceDeclaration
 from lakehouse_assets.sources.reader import OP, SEQUENCE
-from lakehouse_assets.sources.refine import schema_path
+from lakehouse_assets.sources.reading import schema_path
 
 ADDED = {
     "_kafka_key": "The Kafka record's key, as text.",

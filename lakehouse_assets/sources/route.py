@@ -25,7 +25,7 @@ from lakehouse_assets.sources import documents, notices, transforms
 from lakehouse_assets.sources import schema as types
 from lakehouse_assets.sources.declarations import SourceDeclaration
 from lakehouse_assets.sources.reader import SKIPPED
-from lakehouse_assets.sources.refine import Refined, read_growing
+from lakehouse_assets.sources.reading import read_growing
 from lakehouse_assets.sources.routing import Routing
 from lakehouse_assets.sources.writes import widen_table
 from lakehouse_assets.validation import REASON, kafka_quarantine
@@ -210,10 +210,10 @@ def _write_table(
         *notices.KAFKA, F.col(notices.ID).cast("binary").alias("key"),
         F.col(documents.DOCUMENT).alias("value"), *CARRY,
     )  # fmt: skip
-    progress = Refined()
-    schema, typed = read_growing(lake, table_source, as_changes, progress, CARRY)
-    written.added = progress.added
-    if progress.widened and lake.exists(SILVER, written.table):  # before the merge: no casts
+    read = read_growing(lake, table_source, as_changes, CARRY)
+    schema, typed = read.schema, read.records
+    written.added = read.added
+    if read.widened and lake.exists(SILVER, written.table):  # before the merge: no casts
         widen_table(lake, typed.sparkSession, table_source, schema)
     valid = typed.where(F.col(REASON).isNull() & ~F.col(SKIPPED))
     columns = [c for c, _, _ in types.leaves(schema, True, source.separator) if c != notices.ID]
