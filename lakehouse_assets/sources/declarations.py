@@ -47,7 +47,7 @@ from lakehouse_assets.sources.declaration_errors import (
     rule_error,
 )
 from lakehouse_assets.sources.field_declarations import NAME, DeclaredField, Name, field_errors
-from lakehouse_assets.sources.routing import FIELD_PATH, SEPARATOR, Routing
+from lakehouse_assets.sources.routing import FIELD_PATH, SEPARATOR, Routing, routing_errors
 
 OFFSET = "offset"  # order_by's default: the Kafka offset
 DATE_OF = re.compile(r"date\(\s*([A-Za-z_][A-Za-z0-9_]*)\s*\)")
@@ -288,17 +288,9 @@ def _rule_errors(declaration: SourceDeclaration) -> Iterator[tuple[str, str]]:
             table_schema(read_avsc(Path(declaration.avro_schema)), declaration.avro_schema)
         except AvroSchemaError as error:
             yield "avro_schema", str(error)
-    if (declaration.mode == ROUTE) != (declaration.routing is not None):
-        yield "routing", "a route-by-type source has a 'routing' block (and only such a source)"
-    if declaration.mode == ROUTE and declaration.format != "json":
-        yield "format", "route-by-type reads JSON change notices: 'json'"
-    if declaration.mode == ROUTE and declaration.keys:
-        yield "keys", "route-by-type keys documents by their id: leave 'keys' out"
-    if declaration.mode == ROUTE and declaration.routing is not None:
-        locations = declaration.routing.locations
-        derived = ["month", *(locations.columns if locations else [])]
-        for entry in declaration.partition_by:
-            if entry not in derived:
-                yield "partition_by", f"a routed table is partitioned by some of {derived}"
+    yield from routing_errors(
+        declaration.mode == ROUTE, declaration.routing, declaration.format, declaration.keys,
+        declaration.partition_by,
+    )  # fmt: skip
     if declaration.mode == "append" and declaration.order_by != OFFSET:
         yield "order_by", "an append source keeps every record: 'order_by' does not apply"

@@ -29,6 +29,7 @@ A location is a JSON value with ``location_id``, ``location_type``, ``parent_loc
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -110,6 +111,31 @@ class Routing(BaseModel):
             if kind.endswith(DELETED_SUFFIX):
                 raise ValueError(f"{kind!r}: declare the document type, without {DELETED_SUFFIX}")
         return value
+
+
+def routing_errors(
+    routed: bool,
+    routing: Routing | None,
+    encoding: str,
+    keys: Sequence[str],
+    partition_by: Sequence[str],
+) -> Iterator[tuple[str, str]]:
+    """The rules of the ``routing`` block across a source's fields: only a ``routed`` source
+    has one, and it reads JSON notices, takes no ``keys`` and is partitioned by what routing
+    derives; as ``(field, message)``."""
+    if routed != (routing is not None):
+        yield "routing", "a route-by-type source has a 'routing' block (and only such a source)"
+    if not routed:
+        return
+    if encoding != "json":
+        yield "format", "route-by-type reads JSON change notices: 'json'"
+    if keys:
+        yield "keys", "route-by-type keys documents by their id: leave 'keys' out"
+    if routing is not None:
+        derived = ["month", *(routing.locations.columns if routing.locations else [])]
+        for entry in partition_by:
+            if entry not in derived:
+                yield "partition_by", f"a routed table is partitioned by some of {derived}"
 
 
 def table_name(domain: str, topic: str, document_type: str) -> str:
