@@ -25,12 +25,16 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+# The benchmark's tables are registered in a metastore of its own, never the user's.
+os.environ["LAKEHOUSE_METASTORE"] = tempfile.mkdtemp(prefix="lakehouse-bench-metastore-")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:

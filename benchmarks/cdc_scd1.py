@@ -45,6 +45,7 @@ import base64
 import datetime as dt
 import decimal
 import json
+import os
 import random
 import statistics
 import sys
@@ -53,6 +54,9 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+# The benchmark's tables are registered in a metastore of its own, never the user's.
+os.environ["LAKEHOUSE_METASTORE"] = tempfile.mkdtemp(prefix="lakehouse-bench-metastore-")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:

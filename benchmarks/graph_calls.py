@@ -35,6 +35,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+# The benchmark's tables are registered in a metastore of its own, never the user's.
+os.environ["LAKEHOUSE_METASTORE"] = tempfile.mkdtemp(prefix="lakehouse-bench-metastore-")
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))

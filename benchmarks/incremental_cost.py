@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import statistics
 import sys
 import tempfile
@@ -35,6 +36,9 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
+
+# The benchmark's tables are registered in a metastore of its own, never the user's.
+os.environ["LAKEHOUSE_METASTORE"] = tempfile.mkdtemp(prefix="lakehouse-bench-metastore-")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:

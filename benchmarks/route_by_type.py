@@ -28,12 +28,16 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
 import random
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+# The benchmark's tables are registered in a metastore of its own, never the user's.
+os.environ["LAKEHOUSE_METASTORE"] = tempfile.mkdtemp(prefix="lakehouse-bench-metastore-")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:

@@ -1,6 +1,7 @@
 """The ``lakehouse`` commands that look after the lake's tables and the source declarations:
-``migrate`` (tables of earlier layouts), ``sources`` (list and check the declarations) and
-``profile`` (print a table's column profile), and ``produce-sample`` (the sample sources for
+``migrate`` (tables of earlier layouts, every table registered in the catalog), ``sources`` (list
+and check the declarations), ``profile`` (print a table's column profile), ``sql`` (a query on
+the catalog), and ``produce-sample`` (the sample sources for
 the documented `make dev` path)."""
 
 from __future__ import annotations
@@ -46,11 +47,27 @@ def migrate() -> None:
                   f"version {version})")  # fmt: skip
     except migrations.MigrationError as error:
         sys.exit(str(error))
+    for name in migrations.register_tables(spark, lake):
+        print(f"{name}: registered in the catalog")
     for table, batch in migrations.carry_stream_markers(spark, lake).items():
         print(f"bronze.{table}: its stream's batch {batch} recorded for Delta's streaming sink")
     for table in _rebuild_incomplete(resources):
         print(f"silver.{table}: rebuilt from bronze (it lacked rows this version keeps)")
     print("The lake is up to date with this version.")
+
+
+def sql(query: str, max_rows: int) -> None:
+    """Run ``query`` on the configured Spark (the Connect server of ``SPARK_REMOTE``, else a
+    local one on ``LAKEHOUSE_METASTORE``) and print its first ``max_rows`` rows as a table."""
+    from pyspark.errors import PySparkException
+
+    from resources import build_resources
+
+    spark = build_resources()["spark"].get_session()
+    try:
+        spark.sql(query).show(max_rows, truncate=False)
+    except PySparkException as error:
+        sys.exit(str(error).split("\n\nJVM stacktrace:")[0])
 
 
 def _rebuild_incomplete(resources: dict[str, Any]) -> list[str]:

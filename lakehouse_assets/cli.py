@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lakehouse_assets.admin import migrate, produce_sample, profile, sources
+from lakehouse_assets.admin import migrate, produce_sample, profile, sources, sql
+from lakehouse_assets.devtools import sql_auth
 from lakehouse_assets.devtools.broker import (
     DEFAULT_BROKER_PORT,
     EmbeddedBroker,
@@ -24,6 +25,7 @@ from lakehouse_assets.devtools.postgres import PostgresServerError
 from lakehouse_assets.devtools.service import LocalService, local_service
 from lakehouse_assets.devtools.spark_server import (
     DEFAULT_CONNECT_PORT,
+    DEFAULT_SQL_PORT,
     SparkConnectServer,
     SparkServerError,
 )
@@ -41,6 +43,8 @@ def serve(service: LocalService, variable: str) -> None:
     print(f"Starting the {service.name}...", file=sys.stderr, flush=True)
     with service:
         print(f"The {service.name} is listening on {service.address}; Ctrl-C stops it.")
+        if service.also:
+            print(service.also)
         print(f"Its log: {service.log_path}")
         print(f"export {variable}={service.address}", flush=True)
         with contextlib.suppress(KeyboardInterrupt):
@@ -90,6 +94,11 @@ def jars() -> None:
     for user, jars in resolved.items():
         print(f"Resolved {len(jars)} jars for {user} into {jars[0].parent}")
     print(f"Resolved the JVM packages in {seconds:.0f} s")
+    compiled = sql_auth.build()
+    if compiled is None:
+        print("No javac (a JRE, not a JDK): the SQL endpoint cannot require a password")
+    else:
+        print(f"Compiled the SQL endpoint's password check into {compiled}")
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -115,6 +124,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     run_server.add_argument("--port", type=int, default=DEFAULT_CONNECT_PORT)
     run_server.add_argument("--host", default="127.0.0.1", help="address to listen on")
     run_server.add_argument(
+        "--sql-port",
+        type=int,
+        default=DEFAULT_SQL_PORT,
+        help=f"the SQL endpoint's port, for JDBC and ODBC clients (default {DEFAULT_SQL_PORT})",
+    )
+    run_server.add_argument(
         "--master", default=os.environ.get(ENV_SPARK_MASTER, DEFAULT_SPARK_MASTER)
     )
     run_dev = commands.add_parser("dev", help="`dagster dev` on a Spark Connect server")
@@ -137,6 +152,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         "migrate", help="take over a lake written by earlier versions (run once, no run writing)"
     )
     commands.add_parser("sources", help="list the declared sources; fail on invalid files")
+    run_sql = commands.add_parser(
+        "sql", help="run a SQL query on the lake's catalog and print its result as a table"
+    )
+    run_sql.add_argument("query", help='e.g. "SELECT count(*) FROM gold.workout_bpm_summary"')
+    run_sql.add_argument(
+        "--max-rows", type=int, default=100, help="rows printed at most (default 100)"
+    )
     commands.add_parser(
         "cdc-demo",
         help="PostgreSQL changes through Debezium's connector and Kafka into silver, checked",
@@ -165,6 +187,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             migrate()
         elif args.command == "sources":
             sources()
+        elif args.command == "sql":
+            sql(args.query, args.max_rows)
         elif args.command == "cdc-demo":
             from lakehouse_assets.devtools.cdc_demo import cdc_demo
 
@@ -173,7 +197,9 @@ def main(argv: Sequence[str] | None = None) -> None:
             profile(args.layer, args.table)
         elif args.command == "spark-server":
             conf = spark_conf()  # LAKEHOUSE_SPARK_CONF: the application's settings too
-            server = SparkConnectServer(args.port, args.host, args.master, conf=conf, keep_log=True)
+            server = SparkConnectServer(
+                args.port, args.host, args.master, conf=conf, keep_log=True, sql_port=args.sql_port
+            )
             serve(server, ENV_SPARK_REMOTE)
         elif args.command == "dev":
             dev(args.port)

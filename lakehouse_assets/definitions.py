@@ -18,8 +18,9 @@ from lakehouse_assets.sources.declarations import (
     SourceDeclaration,
     load_declarations,
 )
+from lakehouse_assets.table_metadata import with_table_names
 from resources import build_resources, sensor_settings
-from resources.settings import sources_dir
+from resources.settings import schema_prefix, sources_dir
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +69,7 @@ def lakehouse_definitions(sources: Sequence[SourceDeclaration] = ()) -> dg.Defin
         "commit (readers see the old table until then); gold follows by its automation.",
     )
     return dg.Definitions(
-        assets=assets,
+        assets=with_table_names(assets, schema_prefix()),
         asset_checks=[check for pipeline in pipelines for check in pipeline.freshness_checks],
         jobs=[refresh_job, gold_job, rebuild_job, *maintenance_jobs.values(), profiles],
         schedules=[*maintenance_schedules, profile_schedule(profiles)],

@@ -54,7 +54,7 @@ from lakehouse_assets.constants import (
 )
 from lakehouse_assets.profiling.store import PROFILES
 from lakehouse_assets.validation import joined_line
-from resources import LakeResource, checkpoints, delta, delta_log
+from resources import LakeResource, catalog, checkpoints, delta, delta_log
 from resources.kafka import HEADERS_SQL_TYPE
 
 MIGRATE_COMMAND = "lakehouse migrate"
@@ -260,3 +260,32 @@ def carry_stream_markers(spark: SparkSession, lake: LakeResource) -> dict[str, i
             delta.commit_markers(spark, lake.table_uri(BRONZE, table), {query_id: earlier})
             carried[table] = earlier
     return carried
+
+
+def register_tables(spark: SparkSession, lake: LakeResource) -> list[str]:
+    """Register every table of the lake in the catalog (``LakeResource.register``); returns
+    their names.
+
+    Raises:
+        MigrationError: a table's name is registered for another location or cannot be a name,
+            or a name registered for a table of this lake whose folder holds no table any more.
+    """
+    names = []
+    for layer in LAYERS:
+        tables = lake.tables(layer)
+        for table in tables:
+            try:
+                lake.register(spark, layer, table)
+            except (catalog.CatalogClash, catalog.InvalidTableName) as error:
+                raise MigrationError(str(error)) from error
+            names.append(lake.table_name(layer, table))
+        schema = catalog.schema_name(lake.schema_prefix, layer)
+        for name, found in catalog.schema_tables(spark, schema).items():
+            here = catalog.same_location(found.location, lake.spark_path(layer, name))
+            if here and name not in tables:
+                raise MigrationError(
+                    f"{schema}.{name} is registered for {found.location}, which holds no Delta "
+                    f"table any more: restore the table, or drop the name (DROP TABLE "
+                    f"{schema}.{name}), then run `{MIGRATE_COMMAND}` again."
+                )
+    return names

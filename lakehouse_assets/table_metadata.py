@@ -8,21 +8,23 @@ from the Delta table itself, so they are always the table's own.
 
 import inspect
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import dagster as dg
 import pyarrow as pa
 from deltalake import DeltaTable
 
-from lakehouse_assets.constants import asset_key
+from lakehouse_assets.constants import BRONZE, GOLD, SILVER, asset_key
 from lakehouse_assets.profiling.file_stats import statistics_metadata
 from resources import LakeResource
+from resources.catalog import schema_name
 
 # Code references are a beta API of Dagster's, warned about at every use: known and chosen.
 warnings.filterwarnings("ignore", message=r".*CodeReference", category=dg.BetaWarning)
 
 Column = tuple[str, str, str]  # layer, table, column
+LAYERS = (BRONZE, SILVER, GOLD)  # the layers whose tables are registered in the catalog
 
 
 def type_name(data_type: Any) -> str:
@@ -103,3 +105,22 @@ def code_references(**functions: Callable[..., Any]) -> dict[str, Any]:
         for label, fn in functions.items()
     ]
     return {"dagster/code_references": dg.CodeReferencesMetadataValue(code_references=references)}
+
+
+def with_table_names(
+    assets: Sequence[dg.AssetsDefinition | dg.AssetSpec], schema_prefix: str
+) -> list[dg.AssetsDefinition | dg.AssetSpec]:
+    """``assets`` with each table's name in the catalog as ``dagster/table_name`` (what the SQL
+    endpoint answers to), so the asset page shows it before any run. A dynamically partitioned
+    asset (one table per partition) names its tables in each partition's materialization."""
+
+    def named(spec: dg.AssetSpec) -> dg.AssetSpec:
+        path = spec.key.path
+        if len(path) != 2 or path[0] not in LAYERS:
+            return spec
+        if isinstance(spec.partitions_def, dg.DynamicPartitionsDefinition):
+            return spec
+        name = f"{schema_name(schema_prefix, path[0])}.{path[1]}"
+        return spec.merge_attributes(metadata={"dagster/table_name": name})
+
+    return list(dg.map_asset_specs(named, assets))

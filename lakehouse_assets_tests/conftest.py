@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import tempfile
 import time
 import uuid
 from collections.abc import Iterable, Iterator
@@ -32,8 +33,14 @@ from lakehouse_assets.devtools.s3_endpoint import S3Endpoint
 from lakehouse_assets.devtools.sample_data import Message
 from lakehouse_assets.devtools.spark_server import SparkConnectServer
 from resources import ENV_SPARK_REMOTE, SparkResource, build_resources
+from resources.settings import ENV_METASTORE, ENV_SCHEMA_PREFIX
 
 SPARK_MODE = os.environ.get("LAKEHOUSE_TEST_SPARK", "connect")
+# The catalog of every Spark this test process starts (its Connect servers one after another, or
+# its local session) in an embedded metastore of its own: an embedded Derby database admits one
+# JVM at a time, and the lanes run side by side. Each test's lake has schemas of its own
+# (``schema_prefix``): the session's server serves every test's lake.
+os.environ.setdefault(ENV_METASTORE, tempfile.mkdtemp(prefix="lakehouse-metastore-"))
 # Profiles after every write cost a few Spark jobs per table: on in the tests that assert them
 # (profiling/, test_automation.py), off elsewhere to keep the suite's time.
 os.environ.setdefault("LAKEHOUSE_PROFILE", "off")
@@ -53,8 +60,16 @@ TEST_SERVER_JAVA = "-XX:+UseParallelGC"
 
 
 def connect_server() -> SparkConnectServer:
-    """A Spark Connect server as the tests run theirs: interpreted, the parallel collector."""
-    return SparkConnectServer(conf=INTERPRETED, java_options=TEST_SERVER_JAVA)
+    """A Spark Connect server as the tests run theirs: interpreted, the parallel collector, its
+    catalog in a metastore of its own."""
+    return SparkConnectServer(
+        conf=INTERPRETED, java_options=TEST_SERVER_JAVA, metastore=new_metastore()
+    )
+
+
+def new_metastore() -> str:
+    """A new embedded metastore's folder: one Spark application's at a time."""
+    return tempfile.mkdtemp(prefix="lakehouse-metastore-")
 
 
 if SPARK_MODE not in ("connect", "local"):
@@ -164,6 +179,15 @@ def empty(bootstrap_servers: str, timeout_s: float = 30.0) -> None:
         admin.close()
 
 
+@pytest.fixture(autouse=True)
+def schema_prefix(monkeypatch: pytest.MonkeyPatch) -> str:
+    """The schema prefix of the test's lake (``LAKEHOUSE_SCHEMA_PREFIX``, exported for the
+    processes the test starts): its tables never meet another test's in the catalog."""
+    prefix = f"t{uuid.uuid4().hex[:12]}"
+    monkeypatch.setenv(ENV_SCHEMA_PREFIX, prefix)
+    return prefix
+
+
 @pytest.fixture
 def lake_root(tmp_path: Path) -> Path:
     return tmp_path / "lake"
@@ -186,7 +210,11 @@ def s3_resources(
 
 def lake_resources(broker: EmbeddedBroker, root: str, spark_remote: str | None) -> dict[str, Any]:
     """The resources of a lake at ``root`` with the session's broker and Spark."""
-    env = {"KAFKA_BOOTSTRAP_SERVERS": broker.bootstrap_servers, "LAKEHOUSE_ROOT": root}
+    env = {
+        "KAFKA_BOOTSTRAP_SERVERS": broker.bootstrap_servers,
+        "LAKEHOUSE_ROOT": root,
+        ENV_SCHEMA_PREFIX: os.environ[ENV_SCHEMA_PREFIX],
+    }
     if spark_remote:
         env[ENV_SPARK_REMOTE] = spark_remote
     return build_resources(env)
@@ -195,7 +223,7 @@ def lake_resources(broker: EmbeddedBroker, root: str, spark_remote: str | None) 
 @pytest.fixture
 def env(lake_root: Path, spark_remote: str | None) -> dict[str, Any]:
     """The resources of a lake in ``lake_root`` on the session's Spark, without a broker."""
-    environ = {"LAKEHOUSE_ROOT": str(lake_root)}
+    environ = {"LAKEHOUSE_ROOT": str(lake_root), ENV_SCHEMA_PREFIX: os.environ[ENV_SCHEMA_PREFIX]}
     if spark_remote:
         environ[ENV_SPARK_REMOTE] = spark_remote
     return build_resources(environ)

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from pyarrow.fs import FileSelector
 
-from lakehouse_assets.devtools.demo import DEMO_MARKER, prepare_demo_lake
+from lakehouse_assets.devtools.demo import prepare_demo_lake
 from resources import files, object_store
+from resources.lake import DEMO_MARKER
 
 REPO_ROOT = Path(__file__).parents[1]
 BIN = Path(sys.executable).parent

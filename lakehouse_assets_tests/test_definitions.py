@@ -216,3 +216,21 @@ def test_loading_the_code_warns_of_nothing() -> None:
         [sys.executable, "-W", "error", "-c", script], capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_every_table_asset_names_its_table_in_the_catalog(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The asset page shows the name the SQL endpoint answers to (``dagster/table_name``)."""
+    monkeypatch.setenv("LAKEHOUSE_SCHEMA_PREFIX", "")
+    graph = lakehouse_definitions().resolve_asset_graph()
+    named = {
+        key.to_user_string(): graph.get(key).metadata.get("dagster/table_name")
+        for key in graph.get_all_asset_keys()
+    }
+    assert named["gold/workout_bpm_summary"] == "gold.workout_bpm_summary"
+    assert named["silver/bpm_quarantine"] == "silver.bpm_quarantine"
+    assert named["bronze/registered_users"] == "bronze.registered_users"
+    assert all(name == key.replace("/", ".") for key, name in named.items()), named
+    monkeypatch.setenv("LAKEHOUSE_SCHEMA_PREFIX", "acme")
+    graph = lakehouse_definitions().resolve_asset_graph()
+    key = dg.AssetKey(["gold", "gym_summary"])
+    assert graph.get(key).metadata["dagster/table_name"] == "acme_gold.gym_summary"

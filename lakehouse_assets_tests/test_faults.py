@@ -121,7 +121,7 @@ def stack(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[RunningSt
         # again (the sensors and retries relaunch them), and the lake did not settle in time.
         "LAKEHOUSE_MAX_CONCURRENT_RUNS": "2",
     }
-    for name in ("SPARK_REMOTE", "KAFKA_BOOTSTRAP_SERVERS", "DAGSTER_HOME"):
+    for name in ("SPARK_REMOTE", "KAFKA_BOOTSTRAP_SERVERS", "DAGSTER_HOME", "LAKEHOUSE_METASTORE"):
         env.pop(name, None)  # every service of its own, as `lakehouse up` starts them
     log = tmp_path / "lakehouse-up.log"
     lakehouse = str(Path(sys.executable).parent / "lakehouse")

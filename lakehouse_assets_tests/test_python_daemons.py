@@ -20,6 +20,7 @@ from pyspark.sql.streaming.datasource import ReadLimit
 
 from lakehouse_assets.devtools.python_daemons import DaemonReaper, session_daemons
 from lakehouse_assets.devtools.spark_server import SparkConnectServer
+from lakehouse_assets_tests.conftest import new_metastore
 from resources import SparkResource
 
 # Stand-ins for Spark's daemons: their command lines name pyspark.daemon, as Spark's do. A root
@@ -174,7 +175,7 @@ def stream_rows(spark: SparkSession, work: Path, name: str) -> int:
 
 @pytest.mark.own_stack  # its own Spark: the sweep must not reach the main suite's server
 def test_a_session_goes_on_streaming_after_its_idle_daemons_are_ended(tmp_path: Path) -> None:
-    with SparkConnectServer(daemon_idle_s=3600) as server:
+    with SparkConnectServer(daemon_idle_s=3600, metastore=new_metastore()) as server:
         assert server.pid is not None
         pid = server.pid
         spark = SparkResource(remote=server.url).get_session()

@@ -30,6 +30,7 @@ from lakehouse_assets.devtools import sample_data
 from lakehouse_assets.devtools.spark_server import SparkConnectServer
 from lakehouse_assets.devtools.standalone import standalone_cluster
 from lakehouse_assets.fitness.names import GYM_SUMMARY, KAFKA_TOPICS, WORKOUT_BPM_SUMMARY
+from lakehouse_assets_tests.conftest import new_metastore
 from lakehouse_assets_tests.test_end_to_end import AS_OF, assert_reports_match, gold_rows
 from resources import ENV_KAFKA_BOOTSTRAP_SERVERS as ENV_KAFKA
 from resources import ENV_SPARK_REMOTE, LakeResource, files
@@ -55,7 +56,7 @@ def test_the_demo_and_the_dagster_cli_on_a_standalone_cluster_reach_the_oracles_
 ) -> None:
     with (
         standalone_cluster(workers=2) as master,
-        SparkConnectServer(master=master.url, conf=EXECUTORS) as server,
+        SparkConnectServer(master=master.url, conf=EXECUTORS, metastore=new_metastore()) as server,
     ):
         spark = {ENV_SPARK_REMOTE: server.url}
         demo_lake = f"{s3_lake_root}/demo"

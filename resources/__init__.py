@@ -27,6 +27,7 @@ __all__ = [
     "ENV_LAG_MAX_WAIT_S",
     "ENV_LAG_THRESHOLD",
     "ENV_LAKEHOUSE_ROOT",
+    "ENV_METASTORE",
     "ENV_SENSOR_INTERVAL_S",
     "ENV_SPARK_CONF",
     "ENV_SPARK_MASTER",
@@ -54,12 +55,14 @@ from resources.settings import (
     ENV_LAG_MAX_WAIT_S,
     ENV_LAG_THRESHOLD,
     ENV_LAKEHOUSE_ROOT,
+    ENV_METASTORE,
     ENV_SENSOR_INTERVAL_S,
     ENV_SPARK_CONF,
     ENV_SPARK_MASTER,
     ENV_SPARK_REMOTE,
     SensorSettings,
     fail_on_data_loss,
+    schema_prefix,
     sensor_settings,
     spark_conf,
 )
@@ -97,6 +100,8 @@ def build_resources(
     from resources.documents import DocumentStoreResource
     from resources.kafka import KafkaResource
     from resources.lake import LakeResource
+    from resources.metastore import spark_settings as metastore_settings
+    from resources.settings import metastore
     from resources.spark import SparkResource
 
     env = os.environ if environ is None else environ
@@ -106,20 +111,26 @@ def build_resources(
             return default
         return dg.EnvVar(name) if as_env_vars and env[name] else env[name]
 
-    # A bad as-of date or Spark settings are refused now, not only when a run reads the variable.
+    # A bad as-of date, Spark settings or metastore are refused now, not only when a run reads
+    # the variable.
     CalendarResource(as_of_date=env.get(ENV_AS_OF_DATE) or None)
     spark_conf(env)
+    metastore_settings(metastore(env))
     return {
         "spark": SparkResource(
             remote=setting(ENV_SPARK_REMOTE) or None,
             master=setting(ENV_SPARK_MASTER, DEFAULT_SPARK_MASTER),
             extra_settings=setting(ENV_SPARK_CONF) or None,
+            metastore=setting(ENV_METASTORE, metastore(env)),
         ),
         "kafka": KafkaResource(
             bootstrap_servers=setting(ENV_KAFKA_BOOTSTRAP_SERVERS, DEFAULT_KAFKA_BOOTSTRAP_SERVERS),
             fail_on_data_loss=fail_on_data_loss(env),
         ),
-        "lake": LakeResource(root=setting(ENV_LAKEHOUSE_ROOT, DEFAULT_LAKEHOUSE_ROOT)),
+        "lake": LakeResource(
+            root=setting(ENV_LAKEHOUSE_ROOT, DEFAULT_LAKEHOUSE_ROOT),
+            schema_prefix=schema_prefix(env),  # the asset pages name tables with it
+        ),
         "calendar": CalendarResource(as_of_date=setting(ENV_AS_OF_DATE) or None),
         "documents": DocumentStoreResource(url=setting(ENV_DOCUMENTS_URL) or None),
     }

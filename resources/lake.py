@@ -15,9 +15,21 @@ from pydantic import Field
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from resources import delta, delta_log, delta_merge, files, object_store
+from resources import catalog, delta, delta_log, delta_merge, files, object_store
 from resources.delta import Markers, PartitionFilters
 from resources.object_store import hadoop_uri
+from resources.settings import check_schema_prefix, schema_prefix
+
+# Marks a lake filled from a demo's own embedded broker: the next demo resets it, and another
+# lake may take over the names its tables have in the catalog.
+DEMO_MARKER = ".embedded-broker-demo"
+
+
+def disposable(table_location: str) -> bool:
+    """Whether the table at ``table_location`` (``<root>/<layer>/<table>``) is in a demo's
+    lake."""
+    root = table_location.rstrip("/").rsplit("/", 2)[0]
+    return files.read_text(f"{root}/{DEMO_MARKER}") is not None
 
 
 class LakeResource(dg.ConfigurableResource):
@@ -36,10 +48,18 @@ class LakeResource(dg.ConfigurableResource):
     max_files_per_trigger: int = Field(
         default=1000, description="Landing-zone files read per micro-batch at most."
     )
+    schema_prefix: str = Field(
+        default_factory=schema_prefix,
+        description="The prefix of the lake's schemas in the catalog (LAKEHOUSE_SCHEMA_PREFIX): "
+        "with `acme`, its tables are acme_bronze.<table>, acme_silver.<table>, acme_gold.<table>; "
+        "without, bronze.<table>, silver.<table>, gold.<table>.",
+    )
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
         """Before a step or a sensor touches the lake: a clear error, naming the root, when its
-        object store cannot be used (``object_store.check_root``)."""
+        object store cannot be used (``object_store.check_root``) or its schema prefix is not an
+        identifier."""
+        check_schema_prefix(self.schema_prefix, "The lake's schema_prefix")
         object_store.check_root(self.root_uri)
 
     @property
@@ -50,6 +70,10 @@ class LakeResource(dg.ConfigurableResource):
     def table_uri(self, layer: str, table: str) -> str:
         """Location of a table: ``<root>/<layer>/<table>``."""
         return f"{self.root_uri}/{layer}/{table}"
+
+    def table_name(self, layer: str, table: str) -> str:
+        """The table's name in the catalog: ``<schema>.<table>`` (``resources.catalog``)."""
+        return f"{catalog.schema_name(self.schema_prefix, layer)}.{table}"
 
     def path(self, *parts: str) -> str:
         """A location under the lake root (checkpoints, landing zone)."""
@@ -163,7 +187,7 @@ class LakeResource(dg.ConfigurableResource):
         snapshot = snapshot or self.find(layer, table)
         return {
             "dagster/row_count": delta_log.row_count(snapshot) if snapshot else 0,
-            "dagster/table_name": f"{layer}.{table}",
+            "dagster/table_name": self.table_name(layer, table),
             "dagster/storage_kind": "delta",
             "table_uri": dg.MetadataValue.path(self.table_uri(layer, table)),
             # An identifier, not a measure: text, so the UI does not chart it.
@@ -235,7 +259,7 @@ class LakeResource(dg.ConfigurableResource):
         caller can tell later whether this write already happened (see ``holds``).
         """
         delta.append(rows, self.table_uri(layer, table), partition_by, markers)
-        return self.table(layer, table).version()
+        return self.register(rows.sparkSession, layer, table)
 
     def replace_partitions(
         self,
@@ -248,7 +272,7 @@ class LakeResource(dg.ConfigurableResource):
     ) -> int:
         """Replace the partitions matching ``partitions`` (e.g. a range of days) with ``rows``."""
         delta.replace(rows, self.table_uri(layer, table), partitions, partition_by, markers)
-        return self.table(layer, table).version()
+        return self.register(rows.sparkSession, layer, table)
 
     def replace(
         self,
@@ -261,7 +285,7 @@ class LakeResource(dg.ConfigurableResource):
         """Replace the whole table with ``rows`` (its schema and layout ``partition_by``) in one
         commit; returns the new version."""
         delta.replace(rows, self.table_uri(layer, table), None, partition_by, markers)
-        return self.table(layer, table).version()
+        return self.register(rows.sparkSession, layer, table)
 
     def merge(
         self,
@@ -289,4 +313,19 @@ class LakeResource(dg.ConfigurableResource):
             replace=replace,
             within_partitions=within_partitions,
         )
-        return self.table(layer, table).version()
+        return self.register(source.sparkSession, layer, table)
+
+    def register(self, spark: SparkSession, layer: str, table: str) -> int:
+        """Register the table in the catalog as ``table_name(layer, table)`` (once per process
+        while its columns stay the same: ``resources.catalog.register``); returns its version.
+
+        Raises:
+            FileNotFoundError: the table does not exist.
+            catalog.CatalogClash: the name is registered for another location.
+        """
+        snapshot = self.table(layer, table)
+        tree = catalog.schema_tree(snapshot.schema().fields)
+        schema = catalog.schema_name(self.schema_prefix, layer)
+        location = self.spark_path(layer, table)
+        catalog.register(spark, schema, table, location, tree, disposable)
+        return snapshot.version()

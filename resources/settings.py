@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date
@@ -33,6 +34,11 @@ ENV_PROFILE: Final = "LAKEHOUSE_PROFILE"
 ENV_FRESHNESS_S: Final = "LAKEHOUSE_FRESHNESS_S"
 ENV_QUARANTINE_WARN_RATE: Final = "LAKEHOUSE_QUARANTINE_WARN_RATE"
 ENV_SOURCES_DIR: Final = "LAKEHOUSE_SOURCES"
+ENV_METASTORE: Final = "LAKEHOUSE_METASTORE"  # the catalog's Hive metastore: a folder or a URL
+ENV_SCHEMA_PREFIX: Final = "LAKEHOUSE_SCHEMA_PREFIX"  # the lake's schemas: <prefix>_<layer>
+# The SQL endpoint's one user and password (read by its authentication class, in Java).
+ENV_SQL_USER: Final = "LAKEHOUSE_SQL_USER"
+ENV_SQL_PASSWORD: Final = "LAKEHOUSE_SQL_PASSWORD"
 
 DEFAULT_LAKEHOUSE_ROOT: Final = "lake"  # relative to the working directory
 DEFAULT_KAFKA_BOOTSTRAP_SERVERS: Final = "127.0.0.1:9092"
@@ -44,6 +50,8 @@ PROFILE_MODES: Final = ("materialization", "schedule", "off")
 DEFAULT_PROFILE_MODE: Final = "schedule"
 DEFAULT_FRESHNESS_S: Final = 900
 DEFAULT_SOURCES_DIR: Final = "sources"
+# An embedded Derby metastore beside the project's other local state (the broker's, `up`'s).
+DEFAULT_METASTORE: Final = ".lakehouse/metastore"
 
 
 def spark_conf(environ: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -162,6 +170,38 @@ def sources_dir(environ: Mapping[str, str] | None = None) -> Path:
     """The folder of the declarations: ``LAKEHOUSE_SOURCES``, default ``sources``."""
     env = os.environ if environ is None else environ
     return Path(env.get(ENV_SOURCES_DIR) or DEFAULT_SOURCES_DIR)
+
+
+def metastore(environ: Mapping[str, str] | None = None) -> str:
+    """The catalog's metastore (``LAKEHOUSE_METASTORE``): a folder holding an embedded Derby
+    database (default ``.lakehouse/metastore``), or a ``postgresql://`` URL."""
+    return (os.environ if environ is None else environ).get(ENV_METASTORE) or DEFAULT_METASTORE
+
+
+def schema_prefix(environ: Mapping[str, str] | None = None) -> str:
+    """The prefix of the lake's schemas in the catalog (``LAKEHOUSE_SCHEMA_PREFIX``): with
+    ``acme``, ``acme_bronze``, ``acme_silver`` and ``acme_gold``; none by default.
+
+    Raises:
+        ValueError: the prefix is not a lower-case identifier.
+    """
+    prefix = (os.environ if environ is None else environ).get(ENV_SCHEMA_PREFIX) or ""
+    check_schema_prefix(prefix, ENV_SCHEMA_PREFIX)
+    return prefix
+
+
+def check_schema_prefix(prefix: str, name: str) -> None:
+    """Refuse a schema prefix other than lower-case letters, digits and ``_`` after a letter
+    (the names every metastore and BI tool takes unquoted), naming the setting ``name``.
+
+    Raises:
+        ValueError: naming ``name`` and the value.
+    """
+    if prefix and not re.fullmatch(r"[a-z][a-z0-9_]{0,63}", prefix):
+        raise ValueError(
+            f"{name} must be lower-case letters, digits and _ after a letter (at most 64), "
+            f"got {prefix!r}"
+        )
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,8 @@ from dagster_pyspark import LazyPySparkResource
 from pydantic import Field, PrivateAttr
 from pyspark.sql import DataFrame, SparkSession
 
+from resources import metastore
+from resources.settings import metastore as configured_metastore
 from resources.settings import parse_spark_conf
 from resources.spark_jvm import DEFAULT_ARCHIVE, jvm_settings, quick_start_options
 
@@ -97,6 +99,12 @@ class SparkResource(LazyPySparkResource):
         default=CONNECT_WAIT_S,
         description="How long a run waits for a Spark Connect server that does not accept "
         "connections (one restarting) before it fails, naming the URL.",
+    )
+    metastore: str = Field(
+        default_factory=configured_metastore,
+        description="The catalog of a local application (LAKEHOUSE_METASTORE): a folder holding "
+        "an embedded Derby metastore (one application at a time), or "
+        "postgresql://user:password@host:port/database. A Connect server has its own.",
     )
     app_name: str = Field(default="lakehouse", description="Spark application name.")
     ui_enabled: bool = Field(default=False, description="Serve a local application's web UI.")
@@ -213,10 +221,13 @@ class SparkResource(LazyPySparkResource):
         settings = {
             **LOCAL_DEFAULTS,
             **jvm_settings(),
+            **metastore.spark_settings(self.metastore),
             "spark.ui.enabled": str(self.ui_enabled).lower(),
         }
-        if self.quick_start:
-            settings["spark.driver.extraJavaOptions"] = quick_start_options(DEFAULT_ARCHIVE)
+        quick = quick_start_options(DEFAULT_ARCHIVE) if self.quick_start else ""
+        options = " ".join(filter(None, [quick, metastore.java_options(self.metastore)]))
+        if options:
+            settings["spark.driver.extraJavaOptions"] = options
         builder: Any = SparkSession.builder.master(self.master).appName(self.app_name)
         for key, value in {**settings, **self.user_settings}.items():
             builder = builder.config(key, str(value))

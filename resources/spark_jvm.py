@@ -28,6 +28,9 @@ DELTA_SETTINGS: dict[str, str] = {
     # logs are small, and scheduling 50 tasks per snapshot costs more than reading one.
     # A cluster with tables of many thousand files may raise it in LAKEHOUSE_SPARK_CONF.
     "spark.databricks.delta.snapshotPartitions": "1",
+    # The catalog keeps a copy of a registered table's columns (JDBC clients read it), which
+    # Delta writes when it registers the table and when a write by name changes it.
+    "spark.databricks.delta.catalog.update.enabled": "true",
     # VACUUM lists a table's folders in this many tasks; Spark's default, 10,000, schedules
     # thousands of tasks with nothing to list for a table of a few files.
     "spark.sql.sources.parallelPartitionDiscovery.parallelism": "8",

@@ -56,25 +56,31 @@ def run_bronze_stream(
     exists = lake.exists(BRONZE, table)
     if exists and caught_up(position):
         context.log.info(f"{stream}: nothing new since its last batch; the stream was not started")
-        run = StreamRun()
-    else:
-        run = run_available_now(source(), uri, position.checkpoint, stream, partition_by)
+        return StreamRun(), _stream_metadata(lake, table, descriptions, StreamRun())
+    stream_df = source()
+    run = run_available_now(stream_df, uri, position.checkpoint, stream, partition_by)
     if not exists and not lake.exists(BRONZE, table):
-        stream_df = source()
         empty = stream_df.sparkSession.createDataFrame([], stream_df.schema)
         writer = empty.write.format("delta").mode("append").partitionBy(*partition_by)
         writer.save(lake.spark_path(BRONZE, table))
+    if run.batches_committed or not exists:
+        lake.register(stream_df.sparkSession, BRONZE, table)
     context.log.info(
         f"{stream}: {run.rows_written} rows in batches {run.batches_committed}; "
         f"skipped already-committed batches {run.batches_skipped}"
     )
-    metadata = {
+    return run, _stream_metadata(lake, table, descriptions, run)
+
+
+def _stream_metadata(
+    lake: LakeResource, table: str, descriptions: Mapping[str, str], run: StreamRun
+) -> dict[str, Any]:
+    return {
         **table_metadata(lake, BRONZE, table, descriptions),
         "rows_written": run.rows_written,
         "batches_committed": len(run.batches_committed),
         "batches_skipped": dg.MetadataValue.json(run.batches_skipped),
     }
-    return run, metadata
 
 
 def kafka_bronze_asset(

@@ -17,19 +17,22 @@ from resources import (
     ENV_KAFKA_BOOTSTRAP_SERVERS,
     ENV_LAKEHOUSE_ROOT,
     ENV_SPARK_REMOTE,
+    catalog,
     files,
     object_store,
 )
+from resources.lake import DEMO_MARKER, disposable
+from resources.settings import ENV_SCHEMA_PREFIX
 
 if TYPE_CHECKING:
     import dagster as dg
+    from pyspark.sql import SparkSession
 
 NAME_WIDTH = 40  # of the table column in the printed row counts
-# Marks a lake filled from a demo's own embedded broker: safe to reset on the next demo.
-DEMO_MARKER = ".embedded-broker-demo"
 # The demo's lake when LAKEHOUSE_ROOT is unset: its own, apart from `lake`, which `make dev` and
 # `produce-sample` fill from `make broker`'s broker (another cluster than the demo's).
 DEMO_LAKE = "demo-lake"
+DEMO_PREFIX = "demo"  # its schemas' prefix when another lake holds the plain names
 
 
 def prepare_demo_lake(root: str, embedded: bool) -> None:
@@ -72,6 +75,8 @@ def demo(users: int, days: int) -> None:
         print(f"Sample data: {counts} Kafka records, {len(sample.files)} landing files")
         started = time.monotonic()
         resources = build_resources()  # after the embedded broker set KAFKA_BOOTSTRAP_SERVERS
+        if demo_needs_prefix(resources["spark"].get_session(), root):
+            resources = build_resources()
         results = materialize_graph(resources)
         print(f"Materialized the asset graph in {time.monotonic() - started:.1f} s")
         for result in results:
@@ -80,6 +85,28 @@ def demo(users: int, days: int) -> None:
             raise SystemExit("A run failed; see the log above.")
         print_gold_reports(resources)
         resources["spark"].get_session().stop()  # releases the session while the server runs
+
+
+def demo_needs_prefix(spark: SparkSession, root: str) -> bool:
+    """When another lake's tables hold the plain names (``gold.<table>``) in the catalog and no
+    prefix is set, give the demo's schemas the prefix ``demo`` (``LAKEHOUSE_SCHEMA_PREFIX``)
+    and say so; returns whether it did."""
+    from lakehouse_assets.table_metadata import LAYERS
+
+    if os.environ.get(ENV_SCHEMA_PREFIX):
+        return False
+    for layer in LAYERS:
+        for name, found in catalog.schema_tables(spark, layer).items():
+            location = catalog.plain_location(found.location)
+            if not location.startswith(catalog.plain_location(root) + "/") and not disposable(
+                location
+            ):
+                os.environ[ENV_SCHEMA_PREFIX] = DEMO_PREFIX
+                print(f"{layer}.{name} names a table of another lake ({location}): the demo's "
+                      f"tables are {DEMO_PREFIX}_bronze.<table>, {DEMO_PREFIX}_silver.<table> "
+                      f"and {DEMO_PREFIX}_gold.<table>")  # fmt: skip
+                return True
+    return False
 
 
 def materialize_graph(

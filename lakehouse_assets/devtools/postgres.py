@@ -89,7 +89,11 @@ class PostgresServer(LocalService):
     @property
     def url(self) -> str:
         """The libpq URL of the ``dagster`` database."""
-        return f"postgresql://{self.user}@{self.address}/{DATABASE}"
+        return self.database_url(DATABASE)
+
+    def database_url(self, name: str) -> str:
+        """The libpq URL of the database ``name``."""
+        return f"postgresql://{self.user}@{self.address}/{name}"
 
     @property
     def environment(self) -> dict[str, str]:

@@ -86,6 +86,11 @@ class LocalService:
         raise NotImplementedError
 
     @property
+    def also(self) -> str:
+        """What else clients reach, a line for messages (none by default)."""
+        return ""
+
+    @property
     def log_path(self) -> Path | None:
         """The file holding the service's own output, once started."""
         return Path(self._log.name) if self._log else None
@@ -186,6 +191,8 @@ def local_service(variable: str, service: Callable[[], LocalService]) -> Iterato
     with starting as running:
         os.environ[variable] = running.address
         print(f"The {running.name} is listening on {running.address}", flush=True)
+        if running.also:
+            print(running.also, flush=True)
         try:
             yield running.address
         finally:

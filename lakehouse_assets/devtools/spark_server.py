@@ -16,13 +16,20 @@ from pathlib import Path
 
 import pyspark
 
+from lakehouse_assets.devtools import sql_auth
 from lakehouse_assets.devtools.python_daemons import DaemonReaper
 from lakehouse_assets.devtools.service import LOOPBACK, LocalService, free_port, port_is_taken
+from resources import metastore as metastores
+from resources.settings import metastore as configured_metastore
 from resources.spark import SESSION_DEFAULTS
 from resources.spark_jvm import DEFAULT_ARCHIVE, jvm_settings, quick_start_options, without_connect
 
-CONNECT_SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+# Spark's Thrift server (HiveServer2's protocol: JDBC and ODBC clients, BI tools), with Spark
+# Connect as a plugin of the same application: both kinds of client share one catalog and cache.
+SERVER_CLASS = "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"
+CONNECT_PLUGIN = "org.apache.spark.sql.connect.SparkConnectPlugin"
 DEFAULT_CONNECT_PORT = 15002
+DEFAULT_SQL_PORT = 10000  # HiveServer2's
 # Settings of the server's application; the master and extra settings come from the caller.
 SERVER_DEFAULTS: dict[str, str] = {
     **SESSION_DEFAULTS,
@@ -53,30 +60,51 @@ def spark_home() -> Path:
 
 
 def server_command(
-    port: int, master: str, conf: Mapping[str, str], host: str = LOOPBACK
+    port: int,
+    master: str,
+    conf: Mapping[str, str],
+    host: str = LOOPBACK,
+    metastore: str | None = None,
+    sql_port: int = DEFAULT_SQL_PORT,
+    sql_auth_jar: Path | None = None,
 ) -> list[str]:
-    """The ``spark-submit`` command line of a Connect server on ``host:port``."""
+    """The ``spark-submit`` command line of a server of Spark Connect on ``host:port`` and of
+    SQL (HiveServer2's protocol) on ``host:sql_port``, whose catalog lives in ``metastore``
+    (``LAKEHOUSE_METASTORE`` when None). With ``sql_auth_jar`` the SQL endpoint takes only the
+    user and password of the server's environment (``devtools.sql_auth``)."""
     settings = {
         **SERVER_DEFAULTS,
         **jvm_settings(),
+        **metastores.spark_settings(metastore or configured_metastore()),
         **conf,
         "spark.connect.grpc.binding.address": host,
         "spark.connect.grpc.binding.port": str(port),
+        "spark.plugins": ",".join(filter(None, [conf.get("spark.plugins"), CONNECT_PLUGIN])),
     }
-    command = [str(spark_home() / "bin" / "spark-submit"), "--class", CONNECT_SERVER_CLASS]
+    # HiveServer2's own settings, given as its start script gives them.
+    hive = {"hive.server2.thrift.bind.host": host, "hive.server2.thrift.port": str(sql_port)}
+    if sql_auth_jar is not None:
+        settings["spark.jars"] = f"{settings['spark.jars']},{sql_auth_jar}"
+        hive.update(sql_auth.HIVE_SETTINGS)
+    command = [str(spark_home() / "bin" / "spark-submit"), "--class", SERVER_CLASS]
     command += ["--master", master, "--name", "lakehouse-connect"]
     for key, value in settings.items():
         command += ["--conf", f"{key}={value}"]
-    return [*command, "spark-internal"]
+    command.append("spark-internal")
+    for key, value in hive.items():
+        command += ["--hiveconf", f"{key}={value}"]
+    return command
 
 
 class SparkConnectServer(LocalService):
-    """A Spark Connect server on a loopback port, started and stopped by this process.
+    """A Spark Connect server on a loopback port, started and stopped by this process, which
+    also serves SQL to JDBC and ODBC clients (HiveServer2's protocol) on ``sql_port``.
 
     Use it as a context manager::
 
         with SparkConnectServer() as server:
             print(server.url)  # sc://127.0.0.1:PORT
+            print(server.jdbc_url)  # jdbc:hive2://127.0.0.1:SQL_PORT/default
     """
 
     name = "Spark Connect server"
@@ -95,6 +123,8 @@ class SparkConnectServer(LocalService):
         log_file: Path | None = None,
         daemon_idle_s: float = 300.0,
         java_options: str = "",
+        metastore: str | None = None,
+        sql_port: int | None = None,
     ) -> None:
         """Prepare a server.
 
@@ -111,9 +141,14 @@ class SparkConnectServer(LocalService):
                 had no worker for this long (see ``python_daemons``).
             java_options: more options of the driver JVM, after the quick-start ones (unless
                 ``conf`` sets ``spark.driver.extraJavaOptions`` itself).
+            metastore: the catalog's metastore (a folder or a PostgreSQL URL,
+                ``resources.metastore``); ``LAKEHOUSE_METASTORE`` when None.
+            sql_port: the SQL endpoint's port; a free one is chosen when None. With
+                ``LAKEHOUSE_SQL_PASSWORD`` in the environment, it takes only that password.
         """
         super().__init__(timeout_s, keep_log, log_file)
         self.port = port if port is not None else free_port()
+        self.sql_port = sql_port if sql_port is not None else free_port()
         self.host = host
         self.master = master
         self.conf = dict(conf or {})
@@ -122,7 +157,9 @@ class SparkConnectServer(LocalService):
         # (``LATE_C2_OPTIONS``): the quick tier alone suits a run of seconds, but a server works
         # for minutes, long enough for C2 to repay itself.
         archive = quick_start_options(DEFAULT_ARCHIVE, quick_jit=False)
-        options = " ".join(filter(None, [archive, LATE_C2_OPTIONS, java_options]))
+        self.metastore = metastore or configured_metastore()
+        derby = metastores.java_options(self.metastore)
+        options = " ".join(filter(None, [archive, LATE_C2_OPTIONS, derby, java_options]))
         self.conf.setdefault("spark.driver.extraJavaOptions", options)
         self.env = dict(env or {})
         self.daemon_idle_s = daemon_idle_s
@@ -135,8 +172,18 @@ class SparkConnectServer(LocalService):
         return f"sc://{host}:{self.port}"
 
     @property
+    def jdbc_url(self) -> str:
+        """The SQL endpoint's JDBC URL (HiveServer2's protocol)."""
+        host = LOOPBACK if self.host == "0.0.0.0" else self.host
+        return f"jdbc:hive2://{host}:{self.sql_port}/default"
+
+    @property
     def address(self) -> str:
         return self.url
+
+    @property
+    def also(self) -> str:
+        return f"Its SQL endpoint (JDBC, ODBC, BI tools): {self.jdbc_url}"
 
     def start(self) -> SparkConnectServer:
         """Start the server and wait until it accepts connections; its streaming queries and
@@ -150,6 +197,11 @@ class SparkConnectServer(LocalService):
                 f"Cannot start a Spark Connect server: port {self.port} is already in use. "
                 "Choose another port, or set SPARK_REMOTE to the server listening there."
             )
+        if port_is_taken(LOOPBACK, self.sql_port):
+            raise SparkServerError(
+                f"Cannot start a Spark Connect server: its SQL port {self.sql_port} is already in "
+                "use. Choose another (`lakehouse spark-server --sql-port`)."
+            )
         env = {
             **without_connect(os.environ),  # the server is the application, not a client of one
             "SPARK_HOME": str(spark_home()),
@@ -158,8 +210,15 @@ class SparkConnectServer(LocalService):
             "SPARK_LOCAL_IP": LOOPBACK,
             **self.env,
         }
-        command = server_command(self.port, self.master, self.conf, self.host)
-        self._launch(command, lambda: port_is_taken(LOOPBACK, self.port), env)
+        try:
+            auth_jar = sql_auth.required_jar(env)
+        except sql_auth.SqlAuthUnavailable as error:
+            raise SparkServerError(str(error)) from error
+        command = server_command(
+            self.port, self.master, self.conf, self.host, self.metastore, self.sql_port, auth_jar
+        )
+        ports = (self.port, self.sql_port)
+        self._launch(command, lambda: all(port_is_taken(LOOPBACK, p) for p in ports), env)
         assert self.pid is not None
         self._reaper = DaemonReaper(self.pid, self.daemon_idle_s).start()
         return self

@@ -53,10 +53,11 @@ from resources import (
     object_store,
     spark_conf,
 )
-from resources.settings import max_concurrent_runs
+from resources.settings import ENV_METASTORE, max_concurrent_runs
 
 S3_BUCKET = "lakehouse"  # the local S3 endpoint's bucket (lakehouse up --s3)
 INSTANCE_FILE = Path("docker") / "dagster.yaml"  # the compose deployment's Dagster instance
+METASTORE_DATABASE = "metastore"  # the catalog's, in the stack's PostgreSQL beside Dagster's
 # Dagster's automation tick takes the newest event id, then reads each asset's latest
 # materialization from a table that a run updates just after writing the event: a materialization
 # written between the two reads falls behind the cursor the tick keeps, and its downstream never
@@ -116,6 +117,9 @@ class Stack:
             data = self.home / "postgres"
             postgres = self._run(PostgresServer(data_dir=data, log_file=self._log("postgres")))
             self.env.update(postgres.environment)
+            if ENV_METASTORE not in self.env:  # the catalog in a database of its own beside
+                postgres.create_database(METASTORE_DATABASE)
+                self.env[ENV_METASTORE] = postgres.database_url(METASTORE_DATABASE)
         if ENV_KAFKA_BOOTSTRAP_SERVERS not in self.env:
             broker = EmbeddedBroker(data_dir=self.kafka_data, log_file=self._log("kafka"))
             self._run(broker)

@@ -215,19 +215,22 @@ def test_a_local_driver_jvm_starts_from_the_installed_archive_which_fits_this_jd
     child = start_local_spark_in_a_child({}, java_options="-Xshare:on")
     assert child.returncode == 0, child.stderr[-2000:]
     options, count = child.stdout.strip().splitlines()[-2:]
-    assert options.endswith(quick_start_options(DEFAULT_ARCHIVE))
+    assert quick_start_options(DEFAULT_ARCHIVE) in options
     assert count == "3"
 
 
 def test_every_connect_server_maps_the_archive_with_a_late_c2_unless_told_otherwise() -> None:
     assert DEFAULT_ARCHIVE.is_file(), "no class archive: `make install` writes it"
-    options = SparkConnectServer().conf["spark.driver.extraJavaOptions"]
+    postgres = "postgresql://hive@db/metastore"  # no Derby, no Derby log
+    options = SparkConnectServer(metastore=postgres).conf["spark.driver.extraJavaOptions"]
     late_c2 = ("-XX:Tier4InvocationThreshold=40000 -XX:Tier4MinInvocationThreshold=4800 "
                "-XX:Tier4CompileThreshold=120000 -XX:Tier4BackEdgeThreshold=320000")  # fmt: skip
     assert options == f"-XX:SharedArchiveFile={DEFAULT_ARCHIVE} {late_c2}"
     assert "TieredStopAtLevel" not in options  # the full JIT, C2 included
-    more = SparkConnectServer(java_options="-XX:+UseParallelGC").conf
+    more = SparkConnectServer(java_options="-XX:+UseParallelGC", metastore=postgres).conf
     assert more["spark.driver.extraJavaOptions"] == f"{options} -XX:+UseParallelGC"
+    derby = SparkConnectServer(metastore="/data/metastore").conf["spark.driver.extraJavaOptions"]
+    assert derby == f"{options} -Dderby.stream.error.file=/data/metastore/derby.log"
     own = {"spark.driver.extraJavaOptions": "-Xss4m"}
     assert SparkConnectServer(conf=own, java_options="-XX:+UseParallelGC").conf == own
 

@@ -1,0 +1,166 @@
+"""Every table by its name: a write registers its table in the Spark application's catalog, under
+the lake's schemas, at its location; the metastore's copy of the columns follows the table; a
+name registered for another location is refused, never taken over."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable, write_deltalake
+from pyspark.sql import SparkSession
+from pyspark.sql import types as T
+
+from lakehouse_assets.migrations import MigrationError, register_tables
+from resources import LakeResource, catalog
+from resources.metastore import MetastoreSettingError, spark_settings
+
+
+def test_schema_names_follow_the_layer_and_the_prefix() -> None:
+    assert catalog.schema_name("", "gold") == "gold"
+    assert catalog.schema_name("acme", "gold") == "acme_gold"
+    assert LakeResource(root="/l", schema_prefix="").table_name("gold", "x") == "gold.x"
+
+
+@pytest.mark.parametrize("name", ["Orders", "2orders", "orders-eu", "a" * 129, ""])
+def test_a_name_the_catalog_cannot_hold_is_refused_naming_it(name: str) -> None:
+    with pytest.raises(catalog.InvalidTableName, match="cannot be a table's name"):
+        catalog.check_name(name)
+
+
+def test_a_bad_schema_prefix_is_refused_naming_the_variable() -> None:
+    from resources.settings import ENV_SCHEMA_PREFIX, schema_prefix
+
+    with pytest.raises(ValueError, match=ENV_SCHEMA_PREFIX):
+        schema_prefix({ENV_SCHEMA_PREFIX: "Acme-Lake"})
+    assert schema_prefix({ENV_SCHEMA_PREFIX: "acme_2"}) == "acme_2"
+
+
+def test_locations_compare_with_or_without_the_file_scheme() -> None:
+    assert catalog.same_location("file:/data/lake/gold/x", "/data/lake/gold/x")
+    assert catalog.same_location("file:///data/lake/gold/x/", "/data/lake/gold/x")
+    assert catalog.same_location("s3a://b/lake/gold/x", "s3a://b/lake/gold/x")
+    assert not catalog.same_location("file:/data/lake/gold/x", "/data/other/gold/x")
+    assert not catalog.same_location("s3a://b/lake/gold/x", "s3a://c/lake/gold/x")
+
+
+def test_the_columns_tree_is_sparks_own(tmp_path: Path) -> None:
+    """What the catalog shows of a schema (Spark's ``treeString``), from delta-rs's fields."""
+    spark_schema = T.StructType(
+        [
+            T.StructField("id", T.LongType(), False),
+            T.StructField("s", T.StructType([T.StructField("a", T.IntegerType())])),
+            T.StructField("tags", T.ArrayType(T.StringType())),
+            T.StructField("m", T.MapType(T.StringType(), T.DecimalType(10, 2), False)),
+            T.StructField("a b", T.TimestampType()),
+            T.StructField("day", T.DateType()),
+        ]
+    )
+    arrow = pa.schema(
+        [
+            pa.field("id", pa.int64(), nullable=False),
+            pa.field("s", pa.struct([pa.field("a", pa.int32())])),
+            pa.field("tags", pa.list_(pa.string())),
+            pa.field("m", pa.map_(pa.string(), pa.field("v", pa.decimal128(10, 2), False))),
+            pa.field("a b", pa.timestamp("us", tz="UTC")),
+            pa.field("day", pa.date32()),
+        ]
+    )
+    write_deltalake(str(tmp_path), pa.Table.from_pylist([], schema=arrow))
+    fields = DeltaTable(str(tmp_path)).schema().fields
+    assert catalog.schema_tree(fields) == spark_schema.treeString().rstrip("\n")
+
+
+def test_a_metastore_is_a_folder_or_a_postgresql_database() -> None:
+    derby = spark_settings("/data/metastore")
+    assert derby["spark.sql.catalogImplementation"] == "hive"
+    url = derby["spark.hadoop.javax.jdo.option.ConnectionURL"]
+    assert url == "jdbc:derby:;databaseName=/data/metastore/metastore_db;create=true"
+    postgres = spark_settings("postgresql://hive:s%40cret@db:6543/metastore")
+    assert postgres["spark.hadoop.javax.jdo.option.ConnectionURL"] == (
+        "jdbc:postgresql://db:6543/metastore"
+    )
+    assert postgres["spark.hadoop.javax.jdo.option.ConnectionPassword"] == "s@cret"
+    with pytest.raises(MetastoreSettingError, match="LAKEHOUSE_METASTORE") as error:
+        spark_settings("postgresql://hive:s3cret@db:5432")
+    assert "s3cret" not in str(error.value)
+    with pytest.raises(MetastoreSettingError, match="not a mysql:// URL"):
+        spark_settings("mysql://db/metastore")
+
+
+# ----- against the session's Spark ------------------------------------------------------------
+def test_a_write_registers_its_table_by_name(spark: SparkSession, tmp_path: Path) -> None:
+    lake = LakeResource(root=str(tmp_path / "lake"))
+    lake.append("silver", "users", spark.createDataFrame([(1, "a"), (2, "b")], "id long, n string"))
+    name = lake.table_name("silver", "users")
+    assert name == f"{lake.schema_prefix}_silver.users"
+    assert spark.sql(f"SELECT sum(id) AS s FROM {name}").first()["s"] == 3  # type: ignore[index]
+    shown = spark.sql(f"SHOW TABLES IN {lake.schema_prefix}_silver").collect()
+    assert [row["tableName"] for row in shown] == ["users"]
+    found = catalog.registered(spark, f"{lake.schema_prefix}_silver", "users")
+    assert found is not None
+    assert catalog.same_location(found.location, f"{tmp_path}/lake/silver/users")
+    assert found.schema_tree.splitlines()[1:] == [
+        " |-- id: long (nullable = true)",
+        " |-- n: string (nullable = true)",
+    ]
+
+
+def test_the_catalog_copy_of_the_columns_follows_a_new_column(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    lake = LakeResource(root=str(tmp_path / "lake"))
+    lake.append("bronze", "t", spark.createDataFrame([(1,)], "id long"))
+    lake.append("bronze", "t", spark.createDataFrame([(2, 0.5)], "id long, score double"))
+    found = catalog.registered(spark, f"{lake.schema_prefix}_bronze", "t")
+    assert found is not None
+    assert " |-- score: double (nullable = true)" in found.schema_tree.splitlines()
+    rows = spark.sql(f"SELECT id, score FROM {lake.table_name('bronze', 't')} ORDER BY id")
+    assert [tuple(row) for row in rows.collect()] == [(1, None), (2, 0.5)]
+
+
+def test_registration_survives_a_rebuild_and_maintenance(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    lake = LakeResource(root=str(tmp_path / "lake"))
+    lake.append("gold", "r", spark.createDataFrame([(1,), (2,)], "id long"))
+    lake.replace("gold", "r", spark.createDataFrame([(7, "x")], "id long, tag string"))
+    name = lake.table_name("gold", "r")
+    spark.sql(f"OPTIMIZE {name}")
+    spark.sql(f"VACUUM {name} RETAIN 168 HOURS")
+    assert [tuple(row) for row in spark.sql(f"SELECT * FROM {name}").collect()] == [(7, "x")]
+
+
+def test_a_name_registered_for_another_location_is_refused(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    first = LakeResource(root=str(tmp_path / "first"))
+    second = LakeResource(root=str(tmp_path / "second"))
+    prefix = first.schema_prefix  # this test's, as the second lake's
+    first.append("gold", "g", spark.createDataFrame([(1,)], "id long"))
+    with pytest.raises(catalog.CatalogClash, match=f"{prefix}_gold.g is registered .*first"):
+        second.append("gold", "g", spark.createDataFrame([(2,)], "id long"))
+    name = first.table_name("gold", "g")
+    assert [tuple(row) for row in spark.sql(f"SELECT * FROM {name}").collect()] == [(1,)]
+
+
+def test_migrate_registers_every_table_and_refuses_one_gone(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    root = tmp_path / "lake"
+    for layer, table in [("bronze", "b"), ("silver", "s"), ("gold", "g")]:
+        write_deltalake(str(root / layer / table), pa.table({"id": [1, 2]}))  # no catalog
+    lake = LakeResource(root=str(root))
+    assert register_tables(spark, lake) == [
+        lake.table_name("bronze", "b"),
+        lake.table_name("silver", "s"),
+        lake.table_name("gold", "g"),
+    ]
+    count = spark.sql(f"SELECT count(*) AS n FROM {lake.table_name('silver', 's')}").first()
+    assert count["n"] == 2  # type: ignore[index]
+    for path in sorted((root / "gold" / "g").rglob("*"), reverse=True):
+        path.unlink() if path.is_file() else path.rmdir()
+    (root / "gold" / "g").rmdir()
+    with pytest.raises(MigrationError, match=r"_gold\.g is registered for .* holds no Delta"):
+        register_tables(spark, lake)
