@@ -74,6 +74,7 @@ os.environ["LAKEHOUSE_METASTORE"] = tempfile.mkdtemp(prefix="lakehouse-bench-met
 REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:  # run as a plain script from anywhere
     sys.path.insert(0, str(REPO_ROOT))
+from benchmarks.lake_schemas import lake_schemas  # noqa: E402
 
 TOPIC = "bpm"
 BASELINE = "baseline"
@@ -374,7 +375,12 @@ def project_env(bootstrap: str, lake_root: str) -> dict[str, str]:
     from resources import ENV_KAFKA_BOOTSTRAP_SERVERS, ENV_LAKEHOUSE_ROOT
 
     passthrough = {k: os.environ[k] for k in SPARK_ENV_PASSTHROUGH if k in os.environ}
-    return {**passthrough, ENV_KAFKA_BOOTSTRAP_SERVERS: bootstrap, ENV_LAKEHOUSE_ROOT: lake_root}
+    return {
+        **passthrough,
+        **lake_schemas(),
+        ENV_KAFKA_BOOTSTRAP_SERVERS: bootstrap,
+        ENV_LAKEHOUSE_ROOT: lake_root,
+    }
 
 
 def run_project(bootstrap: str, lake_root: str, server_pid: int | None) -> dict[str, Any]:

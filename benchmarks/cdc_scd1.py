@@ -61,12 +61,12 @@ os.environ["LAKEHOUSE_METASTORE"] = tempfile.mkdtemp(prefix="lakehouse-bench-met
 REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
-
 import dagster as dg  # noqa: E402
 import pyarrow as pa  # noqa: E402
 import pyarrow.compute as pc  # noqa: E402
 from deltalake import DeltaTable, write_deltalake  # noqa: E402
 
+from benchmarks.lake_schemas import lake_schemas  # noqa: E402
 from lakehouse_assets.devtools.broker import EmbeddedBroker  # noqa: E402
 from lakehouse_assets.devtools.demo import step_seconds  # noqa: E402
 from lakehouse_assets.devtools.spark_server import SparkConnectServer  # noqa: E402
@@ -193,6 +193,7 @@ def run_lakehouse(bootstrap: str, root: Path, remote: str) -> dict[str, Any]:
             "KAFKA_BOOTSTRAP_SERVERS": bootstrap,
             "LAKEHOUSE_ROOT": str(root),
             ENV_SPARK_REMOTE: remote,
+            **lake_schemas(),
         }
     )
     logging = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}

@@ -41,6 +41,7 @@ os.environ["LAKEHOUSE_METASTORE"] = tempfile.mkdtemp(prefix="lakehouse-bench-met
 REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
+from benchmarks.lake_schemas import lake_schemas  # noqa: E402
 
 CLIENT_CALLS = ("_analyze", "_execute_and_fetch", "execute_command", "config", "_execute")
 Key = tuple[str, str, str]  # (step, call, project call site)
@@ -163,6 +164,14 @@ def print_budget(log: CallLog) -> None:
     print(f"steps over their aim: {over} of {len(steps)}")
 
 
+CATALOG = "resources/catalog.py"  # the call sites of registration (docs/catalog.md)
+
+
+def calls(log: CallLog, site: str = "") -> int:
+    """The calls logged whose innermost project frame is in ``site`` (every call when empty)."""
+    return int(sum(count for (_, _, where), (count, _) in log.calls.items() if site in where[:60]))
+
+
 def print_timeline(log: CallLog, began: float) -> None:
     """Each step's start and end in the second graph, seconds from the graph's start, in the order
     they started: the longest chain of steps that wait on each other is the graph's floor."""
@@ -209,6 +218,7 @@ def main() -> None:
             log.spans.clear()
             root = Path(tempfile.mkdtemp(prefix="graph-calls-"))
             os.environ["LAKEHOUSE_ROOT"] = str(root)
+            os.environ.update(lake_schemas())
             sample_data.write_landing(root, sample.files)
             resources = build_resources()
             assert server.pid is not None
@@ -227,9 +237,23 @@ def main() -> None:
                 f"this process {own_cpu:.1f}, of {cores:.1f} the machine's cores had",
                 flush=True,
             )
-            resources["spark"].get_session().stop()
+        second = dict(log.calls), dict(log.spans)
+        # Once more on the second lake, where nothing is new: what a sensor's idle run costs.
+        log.calls.clear()
+        started = time.monotonic()
+        assert all(result.success for result in materialize_graph(resources))
+        idle = time.monotonic() - started
+        print(
+            f"nothing new: {idle:.1f} s, {calls(log)} calls, {calls(log, CATALOG)} to the catalog"
+        )
+        resources["spark"].get_session().stop()
+        log.calls.clear()
+        log.calls.update(second[0])
+        log.spans.update(second[1])
 
     print_budget(log)
+    tables = sum(len(resources["lake"].tables(layer)) for layer in ("bronze", "silver", "gold"))
+    print(f"second graph's catalog calls: {calls(log, CATALOG)}, for {tables} tables written")
     print_timeline(log, start)
     print("\ncall sites by time (second graph):")
     ranked = sorted(log.calls.items(), key=lambda item: -item[1][1])[: args.sites]

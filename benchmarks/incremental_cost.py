@@ -43,9 +43,9 @@ os.environ["LAKEHOUSE_METASTORE"] = tempfile.mkdtemp(prefix="lakehouse-bench-met
 REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
-
 import dagster as dg  # noqa: E402
 
+from benchmarks.lake_schemas import lake_schemas  # noqa: E402
 from lakehouse_assets.devtools import sample_data  # noqa: E402
 from lakehouse_assets.devtools.broker import EmbeddedBroker  # noqa: E402
 from lakehouse_assets.devtools.demo import materialize_graph, step_seconds  # noqa: E402
@@ -93,6 +93,7 @@ def lake(label: str, history: int, remote: str, root: str) -> Iterator[Lake]:
             "KAFKA_BOOTSTRAP_SERVERS": broker.bootstrap_servers,
             "LAKEHOUSE_ROOT": root,
             ENV_SPARK_REMOTE: remote,
+            **lake_schemas(),
         }
         yield Lake(label, history, root, broker, build_resources(env), FIRST_DAY)
 

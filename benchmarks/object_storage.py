@@ -39,11 +39,11 @@ os.environ["LAKEHOUSE_METASTORE"] = tempfile.mkdtemp(prefix="lakehouse-bench-met
 REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
-
 import dagster as dg  # noqa: E402
 
 from benchmarks.bronze_ingest import produce  # noqa: E402
 from benchmarks.incremental_cost import lake, measure, report  # noqa: E402
+from benchmarks.lake_schemas import lake_schemas  # noqa: E402
 from lakehouse_assets.constants import BRONZE, asset_key  # noqa: E402
 from lakehouse_assets.devtools.broker import EmbeddedBroker  # noqa: E402
 from lakehouse_assets.devtools.s3_endpoint import S3Endpoint  # noqa: E402
@@ -59,6 +59,7 @@ BPM_ASSET = next(a for a in bronze_kafka_assets if a.key == asset_key(BRONZE, TO
 def bronze_seconds(bootstrap: str, remote: str, root: str) -> float:
     """Seconds of one bronze run reading the whole topic into a new lake at ``root``."""
     env = {"KAFKA_BOOTSTRAP_SERVERS": bootstrap, "LAKEHOUSE_ROOT": root, ENV_SPARK_REMOTE: remote}
+    env.update(lake_schemas())
     resources = build_resources(env)
     started = time.monotonic()
     dg.materialize([BPM_ASSET], resources=resources)

@@ -37,7 +37,7 @@ os.environ["LAKEHOUSE_METASTORE"] = tempfile.mkdtemp(prefix="lakehouse-bench-met
 REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
-
+from benchmarks.lake_schemas import lake_schemas  # noqa: E402
 from lakehouse_assets.devtools.broker import EmbeddedBroker  # noqa: E402
 from lakehouse_assets.devtools.sample_data import Message, produce  # noqa: E402
 from lakehouse_assets.devtools.spark_server import SparkConnectServer  # noqa: E402
@@ -147,6 +147,7 @@ def main() -> None:
             ENV_SPARK_REMOTE: server.url,
             "DAGSTER_HOME": str(home),
             "LAKEHOUSE_ROOT": str(lake_root),
+            **lake_schemas(),
             "KAFKA_BOOTSTRAP_SERVERS": broker.bootstrap_servers,
             "LAKEHOUSE_SENSOR_INTERVAL_S": str(args.interval),
             "LAKEHOUSE_AS_OF_DATE": datetime.now(UTC).date().isoformat(),

@@ -42,10 +42,10 @@ os.environ["LAKEHOUSE_METASTORE"] = tempfile.mkdtemp(prefix="lakehouse-bench-met
 REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
-
 import dagster as dg  # noqa: E402
 import psycopg2  # noqa: E402
 
+from benchmarks.lake_schemas import lake_schemas  # noqa: E402
 from lakehouse_assets.devtools.broker import EmbeddedBroker  # noqa: E402
 from lakehouse_assets.devtools.demo import step_seconds  # noqa: E402
 from lakehouse_assets.devtools.postgres import PostgresServer  # noqa: E402
@@ -188,7 +188,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"stored {len(docs):,} documents in {time.perf_counter() - started:.1f} s")
         resources = build_resources(
             {"KAFKA_BOOTSTRAP_SERVERS": broker.bootstrap_servers,
-             "LAKEHOUSE_ROOT": f"{work}/lake", ENV_SPARK_REMOTE: server.url}
+             "LAKEHOUSE_ROOT": f"{work}/lake", ENV_SPARK_REMOTE: server.url, **lake_schemas()}
         )  # fmt: skip
         resources["documents"] = DocumentStoreResource(url=postgres.url)
         for topic in [*TOPICS.values(), "location"]:

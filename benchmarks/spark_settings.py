@@ -34,7 +34,7 @@ os.environ["LAKEHOUSE_METASTORE"] = tempfile.mkdtemp(prefix="lakehouse-bench-met
 REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
-
+from benchmarks.lake_schemas import lake_schemas  # noqa: E402
 from lakehouse_assets.devtools import sample_data  # noqa: E402
 from lakehouse_assets.devtools.broker import EmbeddedBroker  # noqa: E402
 from lakehouse_assets.devtools.demo import materialize_graph  # noqa: E402
@@ -78,7 +78,7 @@ def graphs(settings: dict[str, str], users: int) -> list[tuple[float, float]]:
                 sample_data.write_landing(root, sample.files)
                 resources = build_resources(
                     {"LAKEHOUSE_ROOT": root, "KAFKA_BOOTSTRAP_SERVERS": broker.bootstrap_servers,
-                     "SPARK_REMOTE": server.url}
+                     "SPARK_REMOTE": server.url, **lake_schemas()}
                 )  # fmt: skip
                 assert server.pid is not None
                 started, cpu = time.monotonic(), tree_cpu_s(server.pid)

@@ -9,10 +9,12 @@ when ``spark.databricks.delta.catalog.update.enabled`` is on), which JDBC client
 calls read. A table written by its location does not update that copy, so registration
 compares it with the table's schema and registers the table again when they differ.
 
-A writer registers a table after writing it, once per process: one catalog call (``SHOW TABLE
-EXTENDED``, which reads the metastore only) when the name is registered already, two when it is
-not. A name registered at another location is never taken over (``CatalogClash`` names both),
-but for a demo's lake, which the next demo resets anyway.
+A writer registers a table after writing it, once per process, in one catalog call: a ``CREATE
+TABLE`` when its write created the table, else a ``SHOW TABLE EXTENDED`` (which reads the
+metastore only), followed by a ``CREATE TABLE`` only for a table its registration missed (a lake
+older than the catalog, a crash between a table's first write and its registration). A name
+registered at another location is never taken over (``CatalogClash`` names both), but for a
+demo's lake, which the next demo resets anyway.
 """
 
 from __future__ import annotations
@@ -87,9 +89,12 @@ def register(
     location: str,
     tree: str,
     disposable: Callable[[str], bool] = lambda location: False,
+    new: bool = False,
 ) -> None:
     """Register the Delta table at ``location`` (as Spark names it) as ``schema.table``, unless
     it is registered there with the columns of ``tree`` (``schema_tree`` of its schema).
+    ``new``: the caller has just created the table, so its name is most likely free: it is
+    registered at once, and looked up only if it is taken.
 
     A name registered for another location is taken over only when ``disposable(location)``
     says that location's lake is one the next demo resets anyway (``LakeResource.disposable``).
@@ -103,6 +108,10 @@ def register(
     with _lock:
         if key in _verified:
             return
+    if new and _create(spark, schema, table, location, taken_ok=True):
+        with _lock:
+            _verified.add(key)
+        return
     found = registered(spark, schema, table)
     elsewhere = found is not None and not same_location(found.location, location)
     if found is not None and elsewhere and not disposable(plain_location(found.location)):
@@ -154,25 +163,32 @@ def _parse(information: str) -> Registered:
     return Registered(location=location, schema_tree="\n".join(tree))
 
 
-def _create(spark: SparkSession, schema: str, table: str, location: str) -> None:
+def _create(
+    spark: SparkSession, schema: str, table: str, location: str, taken_ok: bool = False
+) -> bool:
+    """Register the table; returns whether it did. A name taken meanwhile is fine at this
+    location, a clash at another; with ``taken_ok``, a taken name returns False instead."""
     statement = f"CREATE TABLE {schema}.{table} USING delta LOCATION '{_escaped(location)}'"
     for attempt in range(2):
         try:
             spark.sql(statement)
-            return
+            return True
         except AnalysisException as error:
             if "SCHEMA_NOT_FOUND" in str(error) and attempt == 0:
                 spark.sql(f"CREATE SCHEMA IF NOT EXISTS {schema}")
                 continue
             if "TABLE_OR_VIEW_ALREADY_EXISTS" not in str(error):
                 raise
+            if taken_ok:
+                return False
             found = registered(spark, schema, table)
             if found is not None and same_location(found.location, location):
-                return  # a writer beside this one registered it first
+                return True  # a writer beside this one registered it first
             raise CatalogClash(
                 f"{schema}.{table} was registered for another location than {location} "
                 "while this writer registered it"
             ) from error
+    return False  # not reached: the second attempt returns or raises
 
 
 def _escaped(text: str) -> str:

@@ -258,8 +258,9 @@ class LakeResource(dg.ConfigurableResource):
         With ``markers`` (``{app id: version}``) the commit carries transaction markers, so a
         caller can tell later whether this write already happened (see ``holds``).
         """
+        new = not self.exists(layer, table)
         delta.append(rows, self.table_uri(layer, table), partition_by, markers)
-        return self.register(rows.sparkSession, layer, table)
+        return self.register(rows.sparkSession, layer, table, new)
 
     def replace_partitions(
         self,
@@ -271,8 +272,9 @@ class LakeResource(dg.ConfigurableResource):
         markers: Markers | None = None,
     ) -> int:
         """Replace the partitions matching ``partitions`` (e.g. a range of days) with ``rows``."""
+        new = not self.exists(layer, table)
         delta.replace(rows, self.table_uri(layer, table), partitions, partition_by, markers)
-        return self.register(rows.sparkSession, layer, table)
+        return self.register(rows.sparkSession, layer, table, new)
 
     def replace(
         self,
@@ -284,8 +286,9 @@ class LakeResource(dg.ConfigurableResource):
     ) -> int:
         """Replace the whole table with ``rows`` (its schema and layout ``partition_by``) in one
         commit; returns the new version."""
+        new = not self.exists(layer, table)
         delta.replace(rows, self.table_uri(layer, table), None, partition_by, markers)
-        return self.register(rows.sparkSession, layer, table)
+        return self.register(rows.sparkSession, layer, table, new)
 
     def merge(
         self,
@@ -302,6 +305,7 @@ class LakeResource(dg.ConfigurableResource):
     ) -> int:
         """Upsert ``source`` (a batch's changes) by ``keys``; see ``resources.delta_merge``.
         Returns the new version."""
+        new = not self.exists(layer, table)
         delta_merge.merge(
             source,
             self.table_uri(layer, table),
@@ -313,11 +317,12 @@ class LakeResource(dg.ConfigurableResource):
             replace=replace,
             within_partitions=within_partitions,
         )
-        return self.register(source.sparkSession, layer, table)
+        return self.register(source.sparkSession, layer, table, new)
 
-    def register(self, spark: SparkSession, layer: str, table: str) -> int:
+    def register(self, spark: SparkSession, layer: str, table: str, new: bool = False) -> int:
         """Register the table in the catalog as ``table_name(layer, table)`` (once per process
-        while its columns stay the same: ``resources.catalog.register``); returns its version.
+        while its columns stay the same: ``resources.catalog.register``; ``new``: the caller's
+        write created it); returns its version.
 
         Raises:
             FileNotFoundError: the table does not exist.
@@ -327,5 +332,5 @@ class LakeResource(dg.ConfigurableResource):
         tree = catalog.schema_tree(snapshot.schema().fields)
         schema = catalog.schema_name(self.schema_prefix, layer)
         location = self.spark_path(layer, table)
-        catalog.register(spark, schema, table, location, tree, disposable)
+        catalog.register(spark, schema, table, location, tree, disposable, new)
         return snapshot.version()

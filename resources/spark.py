@@ -26,7 +26,7 @@ from dagster_pyspark import LazyPySparkResource
 from pydantic import Field, PrivateAttr
 from pyspark.sql import DataFrame, SparkSession
 
-from resources import metastore
+from resources import metastore as metastores
 from resources.settings import metastore as configured_metastore
 from resources.settings import parse_spark_conf
 from resources.spark_jvm import DEFAULT_ARCHIVE, jvm_settings, quick_start_options
@@ -103,8 +103,7 @@ class SparkResource(LazyPySparkResource):
     metastore: str = Field(
         default_factory=configured_metastore,
         description="The catalog of a local application (LAKEHOUSE_METASTORE): a folder holding "
-        "an embedded Derby metastore (one application at a time), or "
-        "postgresql://user:password@host:port/database. A Connect server has its own.",
+        "an embedded Derby metastore (one application at a time). A Connect server has its own.",
     )
     app_name: str = Field(default="lakehouse", description="Spark application name.")
     ui_enabled: bool = Field(default=False, description="Serve a local application's web UI.")
@@ -221,11 +220,11 @@ class SparkResource(LazyPySparkResource):
         settings = {
             **LOCAL_DEFAULTS,
             **jvm_settings(),
-            **metastore.spark_settings(self.metastore),
+            **metastores.spark_settings(self.metastore),
             "spark.ui.enabled": str(self.ui_enabled).lower(),
         }
         quick = quick_start_options(DEFAULT_ARCHIVE) if self.quick_start else ""
-        options = " ".join(filter(None, [quick, metastore.java_options(self.metastore)]))
+        options = " ".join(filter(None, [quick, metastores.java_options(self.metastore)]))
         if options:
             settings["spark.driver.extraJavaOptions"] = options
         builder: Any = SparkSession.builder.master(self.master).appName(self.app_name)

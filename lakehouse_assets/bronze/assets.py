@@ -64,7 +64,7 @@ def run_bronze_stream(
         writer = empty.write.format("delta").mode("append").partitionBy(*partition_by)
         writer.save(lake.spark_path(BRONZE, table))
     if run.batches_committed or not exists:
-        lake.register(stream_df.sparkSession, BRONZE, table)
+        lake.register(stream_df.sparkSession, BRONZE, table, new=not exists)
     context.log.info(
         f"{stream}: {run.rows_written} rows in batches {run.batches_committed}; "
         f"skipped already-committed batches {run.batches_skipped}"

@@ -139,11 +139,16 @@ class LocalService:
     def _fail(self, reason: str) -> None:
         self._keep_log = True
         self.stop()
-        output = self.log_path.read_text(errors="replace")[-3000:] if self.log_path else ""
+        whole = self.log_path.read_text(errors="replace") if self.log_path else ""
+        cause = self.diagnosis(whole)
         raise self.error(
-            f"The {self.name} on {self.address} failed: {reason}. Its output ({self.log_path}):\n"
-            f"{output}"
+            f"The {self.name} on {self.address} failed: {reason}.{f' {cause}' if cause else ''} "
+            f"Its output ({self.log_path}):\n{whole[-3000:]}"
         )
+
+    def diagnosis(self, output: str) -> str:
+        """What a failed start's ``output`` says went wrong, in a sentence (none by default)."""
+        return ""
 
     def stop(self) -> None:
         """Stop the service (``stop_signal``, then SIGKILL after ``stop_timeout_s``), then what

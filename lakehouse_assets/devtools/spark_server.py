@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -20,13 +21,15 @@ from lakehouse_assets.devtools import sql_auth
 from lakehouse_assets.devtools.python_daemons import DaemonReaper
 from lakehouse_assets.devtools.service import LOOPBACK, LocalService, free_port, port_is_taken
 from resources import metastore as metastores
+from resources.settings import ENV_METASTORE
 from resources.settings import metastore as configured_metastore
 from resources.spark import SESSION_DEFAULTS
 from resources.spark_jvm import DEFAULT_ARCHIVE, jvm_settings, quick_start_options, without_connect
 
 # Spark's Thrift server (HiveServer2's protocol: JDBC and ODBC clients, BI tools), with Spark
 # Connect as a plugin of the same application: both kinds of client share one catalog and cache.
-SERVER_CLASS = "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"
+CONNECT_SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+SQL_SERVER_CLASS = "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"
 CONNECT_PLUGIN = "org.apache.spark.sql.connect.SparkConnectPlugin"
 DEFAULT_CONNECT_PORT = 15002
 DEFAULT_SQL_PORT = 10000  # HiveServer2's
@@ -65,13 +68,16 @@ def server_command(
     conf: Mapping[str, str],
     host: str = LOOPBACK,
     metastore: str | None = None,
-    sql_port: int = DEFAULT_SQL_PORT,
+    sql_port: int | None = None,
     sql_auth_jar: Path | None = None,
+    secrets_file: Path | None = None,
 ) -> list[str]:
     """The ``spark-submit`` command line of a server of Spark Connect on ``host:port`` and of
-    SQL (HiveServer2's protocol) on ``host:sql_port``, whose catalog lives in ``metastore``
+    SQL (HiveServer2's protocol) on ``host:sql_port`` if given, whose catalog lives in ``metastore``
     (``LAKEHOUSE_METASTORE`` when None). With ``sql_auth_jar`` the SQL endpoint takes only the
-    user and password of the server's environment (``devtools.sql_auth``)."""
+    user and password of the server's environment (``devtools.sql_auth``). With
+    ``secrets_file``, the settings that hold a credential (``secret``) are written there, readable
+    by this user alone, instead of onto the command line that any user's ``ps`` shows."""
     settings = {
         **SERVER_DEFAULTS,
         **jvm_settings(),
@@ -79,21 +85,46 @@ def server_command(
         **conf,
         "spark.connect.grpc.binding.address": host,
         "spark.connect.grpc.binding.port": str(port),
-        "spark.plugins": ",".join(filter(None, [conf.get("spark.plugins"), CONNECT_PLUGIN])),
     }
     # HiveServer2's own settings, given as its start script gives them.
-    hive = {"hive.server2.thrift.bind.host": host, "hive.server2.thrift.port": str(sql_port)}
-    if sql_auth_jar is not None:
+    hive: dict[str, str] = {}
+    if sql_port is not None:
+        plugins = [conf.get("spark.plugins"), CONNECT_PLUGIN]
+        settings["spark.plugins"] = ",".join(filter(None, plugins))
+        hive = {"hive.server2.thrift.bind.host": host, "hive.server2.thrift.port": str(sql_port)}
+    if sql_port is not None and sql_auth_jar is not None:
         settings["spark.jars"] = f"{settings['spark.jars']},{sql_auth_jar}"
         hive.update(sql_auth.HIVE_SETTINGS)
-    command = [str(spark_home() / "bin" / "spark-submit"), "--class", SERVER_CLASS]
+    server_class = CONNECT_SERVER_CLASS if sql_port is None else SQL_SERVER_CLASS
+    command = [str(spark_home() / "bin" / "spark-submit"), "--class", server_class]
     command += ["--master", master, "--name", "lakehouse-connect"]
+    hidden = {key: value for key, value in settings.items() if secrets_file and secret(key)}
+    if secrets_file is not None and hidden:
+        write_properties(secrets_file, hidden)
+        command += ["--properties-file", str(secrets_file)]
     for key, value in settings.items():
-        command += ["--conf", f"{key}={value}"]
+        if key not in hidden:
+            command += ["--conf", f"{key}={value}"]
     command.append("spark-internal")
     for key, value in hive.items():
         command += ["--hiveconf", f"{key}={value}"]
     return command
+
+
+def secret(setting: str) -> bool:
+    """Whether a Spark setting holds a credential (a metastore's password, an S3A secret key)."""
+    name = setting.lower()
+    return any(word in name for word in ("password", "secret", "token", "credential"))
+
+
+def write_properties(path: Path, settings: Mapping[str, str]) -> None:
+    """``settings`` as a Java properties file that only this user may read."""
+    path.touch(mode=0o600)
+    path.write_text("".join(f"{key}={_escaped(value)}\n" for key, value in settings.items()))
+
+
+def _escaped(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
 
 
 class SparkConnectServer(LocalService):
@@ -143,12 +174,12 @@ class SparkConnectServer(LocalService):
                 ``conf`` sets ``spark.driver.extraJavaOptions`` itself).
             metastore: the catalog's metastore (a folder or a PostgreSQL URL,
                 ``resources.metastore``); ``LAKEHOUSE_METASTORE`` when None.
-            sql_port: the SQL endpoint's port; a free one is chosen when None. With
+            sql_port: the SQL endpoint's port (0: a free one); none when None. With
                 ``LAKEHOUSE_SQL_PASSWORD`` in the environment, it takes only that password.
         """
         super().__init__(timeout_s, keep_log, log_file)
         self.port = port if port is not None else free_port()
-        self.sql_port = sql_port if sql_port is not None else free_port()
+        self.sql_port = free_port() if sql_port == 0 else sql_port
         self.host = host
         self.master = master
         self.conf = dict(conf or {})
@@ -181,8 +212,21 @@ class SparkConnectServer(LocalService):
     def address(self) -> str:
         return self.url
 
+    def diagnosis(self, output: str) -> str:
+        """A start that failed in the catalog's metastore names the setting and the cause."""
+        if "HiveMetaStore" not in output:
+            return ""
+        causes = [line for line in output.splitlines() if line.startswith("Caused by: ")]
+        cause = causes[-1].removeprefix("Caused by: ") if causes else "see its output"
+        return (
+            f"It could not use its catalog's metastore {metastores.shown(self.metastore)} "
+            f"({ENV_METASTORE}): {cause}."
+        )
+
     @property
     def also(self) -> str:
+        if self.sql_port is None:
+            return ""
         return f"Its SQL endpoint (JDBC, ODBC, BI tools): {self.jdbc_url}"
 
     def start(self) -> SparkConnectServer:
@@ -197,7 +241,7 @@ class SparkConnectServer(LocalService):
                 f"Cannot start a Spark Connect server: port {self.port} is already in use. "
                 "Choose another port, or set SPARK_REMOTE to the server listening there."
             )
-        if port_is_taken(LOOPBACK, self.sql_port):
+        if self.sql_port is not None and port_is_taken(LOOPBACK, self.sql_port):
             raise SparkServerError(
                 f"Cannot start a Spark Connect server: its SQL port {self.sql_port} is already in "
                 "use. Choose another (`lakehouse spark-server --sql-port`)."
@@ -211,14 +255,16 @@ class SparkConnectServer(LocalService):
             **self.env,
         }
         try:
-            auth_jar = sql_auth.required_jar(env)
+            auth_jar = sql_auth.required_jar(env) if self.sql_port is not None else None
         except sql_auth.SqlAuthUnavailable as error:
             raise SparkServerError(str(error)) from error
-        command = server_command(
-            self.port, self.master, self.conf, self.host, self.metastore, self.sql_port, auth_jar
-        )
-        ports = (self.port, self.sql_port)
-        self._launch(command, lambda: all(port_is_taken(LOOPBACK, p) for p in ports), env)
+        ports = [port for port in (self.port, self.sql_port) if port is not None]
+        with tempfile.TemporaryDirectory() as folder:  # read by the server as it starts
+            command = server_command(
+                self.port, self.master, self.conf, self.host, self.metastore, self.sql_port,
+                auth_jar, Path(folder) / "secrets.properties",
+            )  # fmt: skip
+            self._launch(command, lambda: all(port_is_taken(LOOPBACK, p) for p in ports), env)
         assert self.pid is not None
         self._reaper = DaemonReaper(self.pid, self.daemon_idle_s).start()
         return self

@@ -57,7 +57,6 @@ from resources.settings import ENV_METASTORE, max_concurrent_runs
 
 S3_BUCKET = "lakehouse"  # the local S3 endpoint's bucket (lakehouse up --s3)
 INSTANCE_FILE = Path("docker") / "dagster.yaml"  # the compose deployment's Dagster instance
-METASTORE_DATABASE = "metastore"  # the catalog's, in the stack's PostgreSQL beside Dagster's
 # Dagster's automation tick takes the newest event id, then reads each asset's latest
 # materialization from a table that a run updates just after writing the event: a materialization
 # written between the two reads falls behind the cursor the tick keeps, and its downstream never
@@ -117,9 +116,6 @@ class Stack:
             data = self.home / "postgres"
             postgres = self._run(PostgresServer(data_dir=data, log_file=self._log("postgres")))
             self.env.update(postgres.environment)
-            if ENV_METASTORE not in self.env:  # the catalog in a database of its own beside
-                postgres.create_database(METASTORE_DATABASE)
-                self.env[ENV_METASTORE] = postgres.database_url(METASTORE_DATABASE)
         if ENV_KAFKA_BOOTSTRAP_SERVERS not in self.env:
             broker = EmbeddedBroker(data_dir=self.kafka_data, log_file=self._log("kafka"))
             self._run(broker)
@@ -178,6 +174,9 @@ class Stack:
                 ENV_LAKEHOUSE_ROOT: lake,
             }
         )
+        # The catalog in an embedded metastore with the stack's other state: its one Spark
+        # application, the Connect server, holds it (docs/catalog.md says why not PostgreSQL yet).
+        self.env.setdefault(ENV_METASTORE, str(self.home / "metastore"))
         for name, value in AUTOMATION_SETTLE.items():
             self.env.setdefault(name, value)
 
@@ -198,6 +197,8 @@ class Stack:
         print(f"Starting the {service.name}...", flush=True)
         service.start()
         print(f"The {service.name} is up: {service.address}", flush=True)
+        if service.also:
+            print(service.also, flush=True)
         self.services.append(service)
         self._write_state()
         return service

@@ -13,6 +13,7 @@ on object storage (an ``s3a://`` root on the session's S3 endpoint).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import signal
@@ -36,6 +37,7 @@ from lakehouse_assets_tests.bronze.helpers import (
 )
 from lakehouse_assets_tests.conftest import empty, produce
 from resources import ENV_SPARK_REMOTE, KafkaResource, build_resources, files
+from resources.settings import ENV_SCHEMA_PREFIX
 from resources.spark_jvm import CONNECT_MODE_MARK
 
 REPO_ROOT = Path(__file__).parents[2]
@@ -71,7 +73,10 @@ def remove(file: Path) -> None:
 
 
 def lake_in(root: Path, servers: str, spark_remote: str | None) -> dict[str, Any]:
+    # Schemas of the lake's own in the catalog: the module's lake and each test's copy of it.
+    prefix = "t" + hashlib.sha1(str(root).encode()).hexdigest()[:12]
     env = {"KAFKA_BOOTSTRAP_SERVERS": servers, "LAKEHOUSE_ROOT": str(root)}
+    env[ENV_SCHEMA_PREFIX] = prefix
     if spark_remote:
         env[ENV_SPARK_REMOTE] = spark_remote
     resources = build_resources(env)

@@ -25,7 +25,7 @@ from lakehouse_assets.devtools.postgres import PostgresServer
 from lakehouse_assets.devtools.sample_data import Message, produce
 from lakehouse_assets.sources.assets import source_assets
 from lakehouse_assets.sources.declarations import SourceDeclaration, load_declaration
-from resources import DocumentStoreResource, LakeResource
+from resources import DocumentStoreResource, LakeResource, catalog
 
 FORM_XMLNS = "http://openrosa.org/formdesigner/ABC-123"
 LEVELS = ["state_id", "district_id", "project_id", "supervisor_id", "flwc_id"]
@@ -268,6 +268,16 @@ def test_notices_are_routed_to_a_table_per_type_enriched_merged_and_deleted(
         {"_id": "h1", "properties__members": 3}
     ]
     assert "demo/case-sql/household" in instance.get_dynamic_partitions("commcare_types")
+    # The type first seen in this batch has its table in the catalog, read by its name.
+    silver = catalog.schema_name(lake.schema_prefix, SILVER)
+    shown = {row.tableName for row in spark.sql(f"SHOW TABLES IN {silver}").collect()}
+    assert shown >= {
+        "demo_case_sql_household", "demo_case_sql_pregnancy", "demo_case_sql_child",
+        "demo_form_sql_abc_123", "commcare_quarantine", "commcare_locations",
+    }  # fmt: skip
+    household_table = lake.table_name(SILVER, "demo_case_sql_household")
+    by_name = spark.sql(f"SELECT _id, properties__members FROM {household_table}").collect()
+    assert [tuple(row) for row in by_name] == [("h1", 3)]
 
     # A field's type changes: long -> double widens the column; text is quarantined.
     save(url, tables["CommCareCase"], [
@@ -282,6 +292,11 @@ def test_notices_are_routed_to_a_table_per_type_enriched_merged_and_deleted(
     third = run(source, resources, instance, url)
 
     assert (third["notices_read"], third["records_rejected"]) == (2, 1)  # h3's document
+    widened = spark.sql(f"SELECT _id, properties__members FROM {household_table} ORDER BY _id")
+    assert [tuple(row) for row in widened.collect()] == [("h1", 3.0), ("h2", 3.5)]
+    registered = catalog.registered(spark, silver, "demo_case_sql_household")
+    assert registered is not None
+    assert " |-- properties__members: double (nullable = true)" in registered.schema_tree
 
     assert table_rows(spark, lake, "demo_case_sql_household", ["_id", "properties__members"]) == [
         {"_id": "h1", "properties__members": 3.0}, {"_id": "h2", "properties__members": 3.5}
