@@ -1,30 +1,53 @@
 """Where a Spark application keeps its catalog: Spark's Hive metastore, in an embedded Derby
-database (a folder).
+database (a folder; the default) or in PostgreSQL (the production shape).
 
 The metastore is a setting of the whole application (Spark reads it once, when the application
-starts): the Connect server's, or a local session's. ``LAKEHOUSE_METASTORE`` names the folder.
-An embedded Derby database admits one JVM at a time: the Connect server holds it while it runs,
-so other processes query the lake through that server (``SPARK_REMOTE``).
+starts): the Connect server's, or a local session's. ``LAKEHOUSE_METASTORE`` names it, either a
+folder or ``postgresql://user:password@host:port/database``. An embedded Derby database admits
+one JVM at a time: the Connect server holds it while it runs, so other processes query the lake
+through that server (``SPARK_REMOTE``). PostgreSQL admits any number of applications at once.
 
-A metastore in PostgreSQL is refused for now: the Hive metastore client of the pyspark wheel
-creates its own tables lazily through DataNucleus, and on PostgreSQL 15 the first ``CREATE
-TABLE`` waits for ever (DataNucleus adds a foreign key on a second connection while the first
-holds the lock it needs). It needs the metastore's tables created once, whole, beforehand.
+Spark's Hive client creates the metastore's tables by itself only in Derby. In PostgreSQL,
+``prepare`` creates them once, whole, with their keys and constraints, before any application
+uses the database: DataNucleus creating them lazily, class by class, waits for ever on
+PostgreSQL (it adds a foreign key on a second connection while the first holds the lock it
+needs).
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
+import tempfile
 from pathlib import Path
-from urllib.parse import urlparse
+from urllib.parse import unquote, urlparse
+
+import pyspark
+from psycopg2 import OperationalError, connect
 
 from resources.settings import ENV_METASTORE
+from resources.spark_jvm import JARS_DIR
 
 POSTGRES_SCHEMES = ("postgresql", "postgres")
-JDO = "spark.hadoop.javax.jdo.option."  # the metastore's database, in Hive's own settings
+POSTGRES_DRIVER = "org.postgresql.Driver"  # org.postgresql:postgresql, pinned in jars.toml
+POSTGRES_JAR = "org.postgresql_postgresql-*.jar"
+JDO = "javax.jdo.option."  # the metastore's database, in Hive's own settings
+# How Hive 2.3 names the metastore's tables and generates their keys (HiveConf's defaults): the
+# tables created beforehand must be the ones the Hive client then looks for.
+DATANUCLEUS = {
+    "datanucleus.identifierFactory": "datanucleus1",
+    "datanucleus.rdbms.useLegacyNativeValueStrategy": "true",
+}
+SCHEMA_TABLE = "TBLS"  # a table of Hive's schema: present once the schema was created
+CONNECT_TIMEOUT_S = 10
 
 
 class MetastoreSettingError(ValueError):
-    """``LAKEHOUSE_METASTORE`` names no folder (a URL, PostgreSQL's among them)."""
+    """``LAKEHOUSE_METASTORE`` names neither a folder nor a PostgreSQL database."""
+
+
+class MetastoreUnavailable(RuntimeError):
+    """The metastore's PostgreSQL database cannot be reached or prepared."""
 
 
 def is_postgres(metastore: str) -> bool:
@@ -32,32 +55,146 @@ def is_postgres(metastore: str) -> bool:
     return urlparse(metastore).scheme in POSTGRES_SCHEMES
 
 
-def spark_settings(metastore: str) -> dict[str, str]:
+def spark_settings(metastore: str, jars_dir: Path = JARS_DIR) -> dict[str, str]:
     """The application settings of a Spark whose catalog lives in ``metastore``.
 
     Raises:
-        MetastoreSettingError: a URL (a PostgreSQL database's too, its password never shown).
+        MetastoreSettingError: a URL of another scheme, or a PostgreSQL URL without a host or a
+            database (the message never shows the password).
     """
     settings = {"spark.sql.catalogImplementation": "hive"}
     if is_postgres(metastore):
-        raise MetastoreSettingError(
-            f"{ENV_METASTORE} names a PostgreSQL database ({shown(metastore)}): not supported yet, "
-            "as the Hive metastore client waits for ever creating its tables there "
-            "(docs/catalog.md). Name a folder: an embedded metastore."
-        )
+        hive = {**_jdo_settings(metastore), **DATANUCLEUS, **POSTGRES_RUNTIME}
+        return {
+            **settings,
+            **{f"spark.hadoop.{key}": value for key, value in hive.items()},
+            # DataNucleus asks java.sql.DriverManager for the driver, which sees only the
+            # JVM's own class path, not spark.jars.
+            "spark.driver.extraClassPath": str(postgres_jar(jars_dir)),
+        }
     if "://" in metastore:
         scheme = metastore.split("://", 1)[0]
         raise MetastoreSettingError(
-            f"{ENV_METASTORE} must be a folder (an embedded Derby metastore), not a {scheme}:// URL"
+            f"{ENV_METASTORE} must be a folder (an embedded Derby metastore) or a URL "
+            f"postgresql://user:password@host:port/database, not a {scheme}:// URL"
         )
     folder = Path(metastore).absolute()
     return {
         **settings,
         # Derby creates the database on first use; Spark's Hive client then creates the schema.
-        f"{JDO}ConnectionURL": f"jdbc:derby:;databaseName={folder / 'metastore_db'};create=true",
+        f"spark.hadoop.{JDO}ConnectionURL": (
+            f"jdbc:derby:;databaseName={folder / 'metastore_db'};create=true"
+        ),
         # The `default` database's folder (no table of the lake lives there).
         "spark.sql.warehouse.dir": str(folder / "warehouse"),
     }
+
+
+# The Hive client's settings on a schema that `prepare` created: no table or constraint of
+# Hive's is created at run time, only DataNucleus's own key table (SEQUENCE_TABLE, no foreign
+# key), and the schema's version is not checked (it has no version row).
+POSTGRES_RUNTIME = {
+    "datanucleus.schema.autoCreateAll": "false",
+    "datanucleus.schema.autoCreateTables": "true",
+    "datanucleus.schema.autoCreateColumns": "false",
+    "datanucleus.schema.autoCreateConstraints": "false",
+    "hive.metastore.schema.verification": "false",
+}
+
+
+def _jdo_settings(url: str) -> dict[str, str]:
+    parsed = urlparse(url)
+    database = parsed.path.lstrip("/")
+    if not parsed.hostname or not database:
+        raise MetastoreSettingError(
+            f"{ENV_METASTORE} must name a host and a database, "
+            f"postgresql://user:password@host:port/database; got {shown(url)}"
+        )
+    address = f"{parsed.hostname}:{parsed.port or 5432}"
+    return {
+        f"{JDO}ConnectionURL": f"jdbc:postgresql://{address}/{database}",
+        f"{JDO}ConnectionDriverName": POSTGRES_DRIVER,
+        f"{JDO}ConnectionUserName": unquote(parsed.username or ""),
+        f"{JDO}ConnectionPassword": unquote(parsed.password or ""),
+    }
+
+
+def postgres_jar(jars_dir: Path = JARS_DIR) -> Path:
+    """The pinned PostgreSQL JDBC driver.
+
+    Raises:
+        MetastoreSettingError: it was never resolved (`lakehouse jars` resolves it).
+    """
+    found = sorted(jars_dir.glob(POSTGRES_JAR))
+    if not found:
+        raise MetastoreSettingError(
+            f"{ENV_METASTORE} names a PostgreSQL database, but its JDBC driver is not in "
+            f"{jars_dir}: run `lakehouse jars` (`make install` does)."
+        )
+    return found[-1]
+
+
+def prepare(metastore: str, jars_dir: Path = JARS_DIR) -> None:
+    """Make ``metastore`` ready for a Spark application: a PostgreSQL database is reached and,
+    the first time, given Hive's tables (DataNucleus's SchemaTool, a JVM of a few seconds). An
+    embedded Derby folder needs nothing.
+
+    Raises:
+        MetastoreSettingError: ``metastore`` is not a folder nor a PostgreSQL URL.
+        MetastoreUnavailable: the database is unreachable, or its tables could not be created.
+    """
+    spark_settings(metastore, jars_dir)  # the setting's errors first
+    if not is_postgres(metastore) or _has_schema(metastore):
+        return
+    with tempfile.TemporaryDirectory() as folder:
+        properties = Path(folder) / "metastore.properties"  # holds the password: 0600
+        fd = os.open(properties, os.O_WRONLY | os.O_CREAT, 0o600)
+        with os.fdopen(fd, "w") as file:
+            for key, value in {**_jdo_settings(metastore), **DATANUCLEUS}.items():
+                file.write(f"{key}={_escaped(value)}\n")
+        class_path = f"{Path(pyspark.__file__).parent / 'jars'}/*:{postgres_jar(jars_dir)}"
+        done = subprocess.run(
+            [
+                _java(), "-cp", class_path,
+                "org.datanucleus.store.schema.SchemaTool", "-create", "-api", "JDO",
+                "-props", str(properties), "package.jdo",  # Hive's mapping, in hive-metastore's jar
+            ],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+    # Two applications preparing one new database at once: one of them creates the tables.
+    if not _has_schema(metastore):
+        output = (done.stdout + done.stderr).strip().splitlines()
+        raise MetastoreUnavailable(
+            f"Could not create the catalog's tables in {shown(metastore)} ({ENV_METASTORE}): "
+            + "\n".join(output[-20:])
+        )
+
+
+def _has_schema(metastore: str) -> bool:
+    try:
+        connection = connect(metastore, connect_timeout=CONNECT_TIMEOUT_S)
+    except OperationalError as error:
+        raise MetastoreUnavailable(
+            f"The catalog's metastore {shown(metastore)} ({ENV_METASTORE}) cannot be reached: "
+            f"{str(error).strip()}"
+        ) from error
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT to_regclass(%s) IS NOT NULL", (f'"{SCHEMA_TABLE}"',))
+            row = cursor.fetchone()
+    finally:
+        connection.close()
+    return bool(row and row[0])
+
+
+def _escaped(value: str) -> str:
+    """``value`` as a Java properties file holds it."""
+    return value.replace("\\", "\\\\").replace("\n", "\\n")
+
+
+def _java() -> str:
+    home = os.environ.get("JAVA_HOME")
+    return str(Path(home) / "bin" / "java") if home else "java"
 
 
 def shown(metastore: str) -> str:

@@ -174,7 +174,7 @@ def sources_dir(environ: Mapping[str, str] | None = None) -> Path:
 
 def metastore(environ: Mapping[str, str] | None = None) -> str:
     """The catalog's metastore (``LAKEHOUSE_METASTORE``): a folder holding an embedded Derby
-    database (default ``.lakehouse/metastore``); a URL is refused (``resources.metastore``)."""
+    database (default ``.lakehouse/metastore``) or a PostgreSQL URL (``resources.metastore``)."""
     return (os.environ if environ is None else environ).get(ENV_METASTORE) or DEFAULT_METASTORE
 
 

@@ -103,7 +103,8 @@ class SparkResource(LazyPySparkResource):
     metastore: str = Field(
         default_factory=configured_metastore,
         description="The catalog of a local application (LAKEHOUSE_METASTORE): a folder holding "
-        "an embedded Derby metastore (one application at a time). A Connect server has its own.",
+        "an embedded Derby metastore (one application at a time) or a PostgreSQL URL (shared). "
+        "A Connect server has its own.",
     )
     app_name: str = Field(default="lakehouse", description="Spark application name.")
     ui_enabled: bool = Field(default=False, description="Serve a local application's web UI.")
@@ -217,6 +218,7 @@ class SparkResource(LazyPySparkResource):
     def _start_local(self) -> SparkSession:
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+        metastores.prepare(self.metastore)
         settings = {
             **LOCAL_DEFAULTS,
             **jvm_settings(),

@@ -256,7 +256,8 @@ class SparkConnectServer(LocalService):
         }
         try:
             auth_jar = sql_auth.required_jar(env) if self.sql_port is not None else None
-        except sql_auth.SqlAuthUnavailable as error:
+            metastores.prepare(self.metastore)
+        except (sql_auth.SqlAuthUnavailable, metastores.MetastoreUnavailable) as error:
             raise SparkServerError(str(error)) from error
         ports = [port for port in (self.port, self.sql_port) if port is not None]
         with tempfile.TemporaryDirectory() as folder:  # read by the server as it starts

@@ -57,6 +57,7 @@ from resources.settings import ENV_METASTORE, max_concurrent_runs
 
 S3_BUCKET = "lakehouse"  # the local S3 endpoint's bucket (lakehouse up --s3)
 INSTANCE_FILE = Path("docker") / "dagster.yaml"  # the compose deployment's Dagster instance
+METASTORE_DATABASE = "metastore"  # the catalog's, in the stack's PostgreSQL
 # Dagster's automation tick takes the newest event id, then reads each asset's latest
 # materialization from a table that a run updates just after writing the event: a materialization
 # written between the two reads falls behind the cursor the tick keeps, and its downstream never
@@ -116,6 +117,11 @@ class Stack:
             data = self.home / "postgres"
             postgres = self._run(PostgresServer(data_dir=data, log_file=self._log("postgres")))
             self.env.update(postgres.environment)
+            # The catalog's metastore: a database of its own beside Dagster's.
+            postgres.create_database(METASTORE_DATABASE)
+            self.env.setdefault(ENV_METASTORE, postgres.database_url(METASTORE_DATABASE))
+        # Beside a PostgreSQL of the user's, an embedded metastore with the stack's other state.
+        self.env.setdefault(ENV_METASTORE, str(self.home / "metastore"))
         if ENV_KAFKA_BOOTSTRAP_SERVERS not in self.env:
             broker = EmbeddedBroker(data_dir=self.kafka_data, log_file=self._log("kafka"))
             self._run(broker)
@@ -174,9 +180,6 @@ class Stack:
                 ENV_LAKEHOUSE_ROOT: lake,
             }
         )
-        # The catalog in an embedded metastore with the stack's other state: its one Spark
-        # application, the Connect server, holds it (docs/catalog.md says why not PostgreSQL yet).
-        self.env.setdefault(ENV_METASTORE, str(self.home / "metastore"))
         for name, value in AUTOMATION_SETTLE.items():
             self.env.setdefault(name, value)
 

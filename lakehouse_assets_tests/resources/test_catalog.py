@@ -12,9 +12,15 @@ from deltalake import DeltaTable, write_deltalake
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
+from lakehouse_assets.devtools.service import free_port
 from lakehouse_assets.migrations import MigrationError, register_tables
 from resources import LakeResource, catalog
-from resources.metastore import MetastoreSettingError, spark_settings
+from resources.metastore import (
+    MetastoreSettingError,
+    MetastoreUnavailable,
+    prepare,
+    spark_settings,
+)
 
 
 def test_schema_names_follow_the_layer_and_the_prefix() -> None:
@@ -72,17 +78,43 @@ def test_the_columns_tree_is_sparks_own(tmp_path: Path) -> None:
     assert catalog.schema_tree(fields) == spark_schema.treeString().rstrip("\n")
 
 
-def test_a_metastore_is_a_folder_and_a_url_is_refused_naming_the_setting() -> None:
+def test_a_metastore_is_a_folder_or_a_postgresql_database(tmp_path: Path) -> None:
     derby = spark_settings("/data/metastore")
     assert derby["spark.sql.catalogImplementation"] == "hive"
     url = derby["spark.hadoop.javax.jdo.option.ConnectionURL"]
     assert url == "jdbc:derby:;databaseName=/data/metastore/metastore_db;create=true"
-    refused = r"LAKEHOUSE_METASTORE .*not supported"
-    with pytest.raises(MetastoreSettingError, match=refused) as error:
-        spark_settings("postgresql://hive:s3cret@db:5432/metastore")
+    (tmp_path / "org.postgresql_postgresql-42.7.14.jar").touch()
+    postgres = spark_settings("postgresql://hive:s%40cret@db/metastore", jars_dir=tmp_path)
+    jdo = "spark.hadoop.javax.jdo.option."
+    assert postgres[f"{jdo}ConnectionURL"] == "jdbc:postgresql://db:5432/metastore"
+    assert postgres[f"{jdo}ConnectionUserName"] == "hive"
+    assert postgres[f"{jdo}ConnectionPassword"] == "s@cret"
+    assert postgres["spark.driver.extraClassPath"].endswith("postgresql-42.7.14.jar")
+
+
+@pytest.mark.parametrize(
+    ("metastore", "message"),
+    [
+        ("mysql://db/metastore", "not a mysql:// URL"),
+        ("postgresql://hive:s3cret@db:5432/", "must name a host and a database"),
+        ("postgresql://hive:s3cret@:5432/metastore", "must name a host and a database"),
+    ],
+)
+def test_a_metastore_setting_that_names_no_database_is_refused_naming_it(
+    metastore: str, message: str
+) -> None:
+    with pytest.raises(MetastoreSettingError, match=f"LAKEHOUSE_METASTORE .*{message}") as error:
+        spark_settings(metastore)
     assert "s3cret" not in str(error.value)
-    with pytest.raises(MetastoreSettingError, match="not a mysql:// URL"):
-        spark_settings("mysql://db/metastore")
+
+
+def test_an_unreachable_metastore_database_is_a_clear_error_without_its_password() -> None:
+    port = free_port()  # nothing listens there
+    with pytest.raises(
+        MetastoreUnavailable, match=r"LAKEHOUSE_METASTORE.*cannot be reached"
+    ) as error:
+        prepare(f"postgresql://hive:s3cret@127.0.0.1:{port}/metastore")
+    assert "s3cret" not in str(error.value)
 
 
 # ----- against the session's Spark ------------------------------------------------------------
