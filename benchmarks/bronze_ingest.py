@@ -68,13 +68,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-# The benchmark's tables are registered in a metastore of its own, never the user's.
-os.environ["LAKEHOUSE_METASTORE"] = tempfile.mkdtemp(prefix="lakehouse-bench-metastore-")
-
 REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:  # run as a plain script from anywhere
     sys.path.insert(0, str(REPO_ROOT))
-from benchmarks.lake_schemas import lake_schemas  # noqa: E402
+from benchmarks.lake_schemas import lake_schemas, own_metastore  # noqa: E402
+
+own_metastore()  # before any Spark starts: the benchmark's catalog is its own
 
 TOPIC = "bpm"
 BASELINE = "baseline"

@@ -25,7 +25,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import tempfile
@@ -33,15 +32,15 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-# The benchmark's tables are registered in a metastore of its own, never the user's.
-os.environ["LAKEHOUSE_METASTORE"] = tempfile.mkdtemp(prefix="lakehouse-bench-metastore-")
-
 REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+from benchmarks.lake_schemas import own_metastore  # noqa: E402
 from benchmarks.spark_settings import tree_cpu_s  # noqa: E402
 from lakehouse_assets.devtools.spark_server import SparkConnectServer  # noqa: E402
+
+own_metastore()  # before any Spark starts: the benchmark's catalog is its own
 
 
 def main() -> None:

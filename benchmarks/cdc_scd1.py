@@ -45,7 +45,6 @@ import base64
 import datetime as dt
 import decimal
 import json
-import os
 import random
 import statistics
 import sys
@@ -55,9 +54,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-# The benchmark's tables are registered in a metastore of its own, never the user's.
-os.environ["LAKEHOUSE_METASTORE"] = tempfile.mkdtemp(prefix="lakehouse-bench-metastore-")
-
 REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
@@ -66,7 +62,7 @@ import pyarrow as pa  # noqa: E402
 import pyarrow.compute as pc  # noqa: E402
 from deltalake import DeltaTable, write_deltalake  # noqa: E402
 
-from benchmarks.lake_schemas import lake_schemas  # noqa: E402
+from benchmarks.lake_schemas import lake_schemas, own_metastore  # noqa: E402
 from lakehouse_assets.devtools.broker import EmbeddedBroker  # noqa: E402
 from lakehouse_assets.devtools.demo import step_seconds  # noqa: E402
 from lakehouse_assets.devtools.spark_server import SparkConnectServer  # noqa: E402
@@ -82,6 +78,8 @@ SOURCE = SourceDeclaration(
     name="accounts", topic=TOPIC, format="debezium-json", mode="cdc-scd1", keys=("id",),
     order_by="source.lsn",
 )  # fmt: skip
+
+own_metastore()  # before any Spark starts: the benchmark's catalog is its own
 
 
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)

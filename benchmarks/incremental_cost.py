@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import statistics
 import sys
 import tempfile
@@ -37,20 +36,19 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
-# The benchmark's tables are registered in a metastore of its own, never the user's.
-os.environ["LAKEHOUSE_METASTORE"] = tempfile.mkdtemp(prefix="lakehouse-bench-metastore-")
-
 REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 import dagster as dg  # noqa: E402
 
-from benchmarks.lake_schemas import lake_schemas  # noqa: E402
+from benchmarks.lake_schemas import lake_schemas, own_metastore  # noqa: E402
 from lakehouse_assets.devtools import sample_data  # noqa: E402
 from lakehouse_assets.devtools.broker import EmbeddedBroker  # noqa: E402
 from lakehouse_assets.devtools.demo import materialize_graph, step_seconds  # noqa: E402
 from lakehouse_assets.devtools.spark_server import SparkConnectServer  # noqa: E402
 from resources import ENV_SPARK_REMOTE, build_resources  # noqa: E402
+
+own_metastore()  # before any Spark starts: the benchmark's catalog is its own
 
 FIRST_DAY = date(2026, 1, 1)
 

@@ -33,9 +33,6 @@ import time
 import uuid
 from pathlib import Path
 
-# The benchmark's tables are registered in a metastore of its own, never the user's.
-os.environ["LAKEHOUSE_METASTORE"] = tempfile.mkdtemp(prefix="lakehouse-bench-metastore-")
-
 REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
@@ -43,7 +40,7 @@ import dagster as dg  # noqa: E402
 
 from benchmarks.bronze_ingest import produce  # noqa: E402
 from benchmarks.incremental_cost import lake, measure, report  # noqa: E402
-from benchmarks.lake_schemas import lake_schemas  # noqa: E402
+from benchmarks.lake_schemas import lake_schemas, own_metastore  # noqa: E402
 from lakehouse_assets.constants import BRONZE, asset_key  # noqa: E402
 from lakehouse_assets.devtools.broker import EmbeddedBroker  # noqa: E402
 from lakehouse_assets.devtools.s3_endpoint import S3Endpoint  # noqa: E402
@@ -51,6 +48,8 @@ from lakehouse_assets.devtools.spark_server import SparkConnectServer  # noqa: E
 from lakehouse_assets.fitness.names import TOPIC_BPM  # noqa: E402
 from lakehouse_assets.fitness.pipeline import bronze_kafka_assets  # noqa: E402
 from resources import ENV_SPARK_REMOTE, KafkaResource, SparkResource, build_resources  # noqa: E402
+
+own_metastore()  # before any Spark starts: the benchmark's catalog is its own
 
 BUCKET = "bench"
 BPM_ASSET = next(a for a in bronze_kafka_assets if a.key == asset_key(BRONZE, TOPIC_BPM))

@@ -31,17 +31,16 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-# The benchmark's tables are registered in a metastore of its own, never the user's.
-os.environ["LAKEHOUSE_METASTORE"] = tempfile.mkdtemp(prefix="lakehouse-bench-metastore-")
-
 REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
-from benchmarks.lake_schemas import lake_schemas  # noqa: E402
+from benchmarks.lake_schemas import lake_schemas, own_metastore  # noqa: E402
 from lakehouse_assets.devtools.broker import EmbeddedBroker  # noqa: E402
 from lakehouse_assets.devtools.sample_data import Message, produce  # noqa: E402
 from lakehouse_assets.devtools.spark_server import SparkConnectServer  # noqa: E402
 from resources import ENV_SPARK_REMOTE  # noqa: E402
+
+own_metastore()  # before any Spark starts: the benchmark's catalog is its own
 
 USER_ID, DEVICE_ID = 1, 1001
 REGISTRATION = "user_id,device_id,mac_address,registration_timestamp\n1,1001,aa:01,1700000000\n"

@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import os
 import random
 import sys
 import tempfile
@@ -36,16 +35,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-# The benchmark's tables are registered in a metastore of its own, never the user's.
-os.environ["LAKEHOUSE_METASTORE"] = tempfile.mkdtemp(prefix="lakehouse-bench-metastore-")
-
 REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 import dagster as dg  # noqa: E402
 import psycopg2  # noqa: E402
 
-from benchmarks.lake_schemas import lake_schemas  # noqa: E402
+from benchmarks.lake_schemas import lake_schemas, own_metastore  # noqa: E402
 from lakehouse_assets.devtools.broker import EmbeddedBroker  # noqa: E402
 from lakehouse_assets.devtools.demo import step_seconds  # noqa: E402
 from lakehouse_assets.devtools.postgres import PostgresServer  # noqa: E402
@@ -54,6 +50,8 @@ from lakehouse_assets.sources.assets import source_assets  # noqa: E402
 from lakehouse_assets.sources.declarations import SourceDeclaration  # noqa: E402
 from lakehouse_assets.sources.routing import table_name  # noqa: E402
 from resources import ENV_SPARK_REMOTE, DocumentStoreResource, build_resources  # noqa: E402
+
+own_metastore()  # before any Spark starts: the benchmark's catalog is its own
 
 PARTITIONS = 4
 LEVELS = ["state", "district", "project", "supervisor", "flwc"]

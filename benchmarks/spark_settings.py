@@ -28,18 +28,17 @@ import tempfile
 import time
 from pathlib import Path
 
-# The benchmark's tables are registered in a metastore of its own, never the user's.
-os.environ["LAKEHOUSE_METASTORE"] = tempfile.mkdtemp(prefix="lakehouse-bench-metastore-")
-
 REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
-from benchmarks.lake_schemas import lake_schemas  # noqa: E402
+from benchmarks.lake_schemas import lake_schemas, own_metastore  # noqa: E402
 from lakehouse_assets.devtools import sample_data  # noqa: E402
 from lakehouse_assets.devtools.broker import EmbeddedBroker  # noqa: E402
 from lakehouse_assets.devtools.demo import materialize_graph  # noqa: E402
 from lakehouse_assets.devtools.spark_server import SparkConnectServer  # noqa: E402
 from resources import build_resources  # noqa: E402
+
+own_metastore()  # before any Spark starts: the benchmark's catalog is its own
 
 GRAPHS_PER_SERVER = 2
 TICKS_PER_S = os.sysconf("SC_CLK_TCK")

@@ -24,16 +24,12 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import os
 import statistics
 import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-
-# The benchmark's tables are registered in a metastore of its own, never the user's.
-os.environ["LAKEHOUSE_METASTORE"] = tempfile.mkdtemp(prefix="lakehouse-bench-metastore-")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 for path in (REPO_ROOT, REPO_ROOT / "benchmarks"):
@@ -43,11 +39,14 @@ for path in (REPO_ROOT, REPO_ROOT / "benchmarks"):
 from cdc_scd1 import PARTITIONS, TOPIC, produce  # noqa: E402
 from pyspark.sql import DataFrame, SparkSession  # noqa: E402
 
+from benchmarks.lake_schemas import own_metastore  # noqa: E402
 from lakehouse_assets.bronze.transforms import kafka_to_bronze  # noqa: E402
 from lakehouse_assets.devtools.broker import EmbeddedBroker  # noqa: E402
 from lakehouse_assets.devtools.spark_server import SparkConnectServer  # noqa: E402
 from resources import KafkaResource, SparkResource  # noqa: E402
 from resources.streaming import run_available_now  # noqa: E402
+
+own_metastore()  # before any Spark starts: the benchmark's catalog is its own
 
 
 def timestamp(text: str) -> float:

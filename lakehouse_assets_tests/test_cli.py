@@ -12,7 +12,7 @@ from pyarrow.fs import FileSelector
 
 from lakehouse_assets.devtools.demo import prepare_demo_lake
 from resources import files, object_store
-from resources.lake import DEMO_MARKER
+from resources.catalog import DEMO_MARKER
 
 REPO_ROOT = Path(__file__).parents[1]
 BIN = Path(sys.executable).parent

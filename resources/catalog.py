@@ -22,18 +22,23 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 
+from resources import files
+
 # A registered name's part: what every metastore and BI tool takes unquoted.
 IDENTIFIER = re.compile(r"[a-z][a-z0-9_]{0,127}")
 _verified: set[tuple[str, str, str]] = set()  # (name, location, schema) checked by this process
 _lock = threading.Lock()
 LOG = logging.getLogger(__name__)
+# Marks a lake filled from a demo's own embedded broker: the next demo resets it, and another
+# lake may take over the names its tables have in the catalog.
+DEMO_MARKER = ".embedded-broker-demo"
 
 
 class CatalogClash(RuntimeError):
@@ -88,7 +93,6 @@ def register(
     table: str,
     location: str,
     tree: str,
-    disposable: Callable[[str], bool] = lambda location: False,
     new: bool = False,
 ) -> None:
     """Register the Delta table at ``location`` (as Spark names it) as ``schema.table``, unless
@@ -96,8 +100,8 @@ def register(
     ``new``: the caller has just created the table, so its name is most likely free: it is
     registered at once, and looked up only if it is taken.
 
-    A name registered for another location is taken over only when ``disposable(location)``
-    says that location's lake is one the next demo resets anyway (``LakeResource.disposable``).
+    A name registered for another location is taken over only when that location's lake is one
+    the next demo resets anyway (``disposable``).
 
     Raises:
         CatalogClash: the name is registered at another location; nothing is changed.
@@ -133,6 +137,13 @@ def register(
         _create(spark, schema, table, location)
     with _lock:
         _verified.add(key)
+
+
+def disposable(table_location: str) -> bool:
+    """Whether the table at ``table_location`` (``<root>/<layer>/<table>``) is in a demo's
+    lake."""
+    root = table_location.rstrip("/").rsplit("/", 2)[0]
+    return files.read_text(f"{root}/{DEMO_MARKER}") is not None
 
 
 def registered(spark: SparkSession, schema: str, table: str) -> Registered | None:

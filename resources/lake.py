@@ -20,17 +20,6 @@ from resources.delta import Markers, PartitionFilters
 from resources.object_store import hadoop_uri
 from resources.settings import check_schema_prefix, schema_prefix
 
-# Marks a lake filled from a demo's own embedded broker: the next demo resets it, and another
-# lake may take over the names its tables have in the catalog.
-DEMO_MARKER = ".embedded-broker-demo"
-
-
-def disposable(table_location: str) -> bool:
-    """Whether the table at ``table_location`` (``<root>/<layer>/<table>``) is in a demo's
-    lake."""
-    root = table_location.rstrip("/").rsplit("/", 2)[0]
-    return files.read_text(f"{root}/{DEMO_MARKER}") is not None
-
 
 class LakeResource(dg.ConfigurableResource):
     """Where the lake lives and how its Delta tables are read and written."""
@@ -258,9 +247,8 @@ class LakeResource(dg.ConfigurableResource):
         With ``markers`` (``{app id: version}``) the commit carries transaction markers, so a
         caller can tell later whether this write already happened (see ``holds``).
         """
-        new = not self.exists(layer, table)
         delta.append(rows, self.table_uri(layer, table), partition_by, markers)
-        return self.register(rows.sparkSession, layer, table, new)
+        return self.register(rows.sparkSession, layer, table)
 
     def replace_partitions(
         self,
@@ -272,9 +260,8 @@ class LakeResource(dg.ConfigurableResource):
         markers: Markers | None = None,
     ) -> int:
         """Replace the partitions matching ``partitions`` (e.g. a range of days) with ``rows``."""
-        new = not self.exists(layer, table)
         delta.replace(rows, self.table_uri(layer, table), partitions, partition_by, markers)
-        return self.register(rows.sparkSession, layer, table, new)
+        return self.register(rows.sparkSession, layer, table)
 
     def replace(
         self,
@@ -286,9 +273,8 @@ class LakeResource(dg.ConfigurableResource):
     ) -> int:
         """Replace the whole table with ``rows`` (its schema and layout ``partition_by``) in one
         commit; returns the new version."""
-        new = not self.exists(layer, table)
         delta.replace(rows, self.table_uri(layer, table), None, partition_by, markers)
-        return self.register(rows.sparkSession, layer, table, new)
+        return self.register(rows.sparkSession, layer, table)
 
     def merge(
         self,
@@ -305,7 +291,6 @@ class LakeResource(dg.ConfigurableResource):
     ) -> int:
         """Upsert ``source`` (a batch's changes) by ``keys``; see ``resources.delta_merge``.
         Returns the new version."""
-        new = not self.exists(layer, table)
         delta_merge.merge(
             source,
             self.table_uri(layer, table),
@@ -317,12 +302,13 @@ class LakeResource(dg.ConfigurableResource):
             replace=replace,
             within_partitions=within_partitions,
         )
-        return self.register(source.sparkSession, layer, table, new)
+        return self.register(source.sparkSession, layer, table)
 
-    def register(self, spark: SparkSession, layer: str, table: str, new: bool = False) -> int:
+    def register(self, spark: SparkSession, layer: str, table: str, new: bool | None = None) -> int:
         """Register the table in the catalog as ``table_name(layer, table)`` (once per process
-        while its columns stay the same: ``resources.catalog.register``; ``new``: the caller's
-        write created it); returns its version.
+        while its columns stay the same: ``resources.catalog.register``); returns its version.
+        ``new``: the caller's write created the table; when None, whether the table is at its
+        first version, which the write just before made.
 
         Raises:
             FileNotFoundError: the table does not exist.
@@ -331,6 +317,6 @@ class LakeResource(dg.ConfigurableResource):
         snapshot = self.table(layer, table)
         tree = catalog.schema_tree(snapshot.schema().fields)
         schema = catalog.schema_name(self.schema_prefix, layer)
-        location = self.spark_path(layer, table)
-        catalog.register(spark, schema, table, location, tree, disposable, new)
+        new = snapshot.version() == 0 if new is None else new
+        catalog.register(spark, schema, table, self.spark_path(layer, table), tree, new)
         return snapshot.version()

@@ -21,7 +21,7 @@ from resources import (
     files,
     object_store,
 )
-from resources.lake import DEMO_MARKER, disposable
+from resources.catalog import DEMO_MARKER, disposable
 from resources.settings import ENV_SCHEMA_PREFIX
 
 if TYPE_CHECKING:
