@@ -33,6 +33,11 @@ from resources import ENV_KAFKA_BOOTSTRAP_SERVERS, ENV_SPARK_MASTER, ENV_SPARK_R
 from resources.object_store import LakeRootUnreachable
 from resources.settings import DEFAULT_SPARK_MASTER
 
+SQL_PORT_HELP = (
+    f"the Spark server's SQL endpoint's port, for JDBC and ODBC clients and BI tools (default "
+    f"{DEFAULT_SQL_PORT}; 0: a free one)"
+)
+
 if TYPE_CHECKING:
     pass
 
@@ -52,9 +57,9 @@ def serve(service: LocalService, variable: str) -> None:
                 time.sleep(3600)
 
 
-def dev(port: int) -> None:
+def dev(port: int, sql_port: int) -> None:
     """`dagster dev` with every run a client of one Spark Connect server (started unless
-    SPARK_REMOTE names one)."""
+    SPARK_REMOTE names one), which serves SQL on ``sql_port``."""
     import subprocess
 
     from lakehouse_assets.devtools.stack import AUTOMATION_SETTLE
@@ -63,7 +68,7 @@ def dev(port: int) -> None:
     for name, value in AUTOMATION_SETTLE.items():
         os.environ.setdefault(name, value)
     with (
-        local_service(ENV_SPARK_REMOTE, SparkConnectServer),
+        local_service(ENV_SPARK_REMOTE, lambda: SparkConnectServer(sql_port=sql_port)),
         contextlib.suppress(KeyboardInterrupt),
     ):
         subprocess.run([*command, "-p", str(port)], check=False)
@@ -127,18 +132,20 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--sql-port",
         type=int,
         default=DEFAULT_SQL_PORT,
-        help=f"the SQL endpoint's port, for JDBC and ODBC clients (default {DEFAULT_SQL_PORT})",
+        help=SQL_PORT_HELP,
     )
     run_server.add_argument(
         "--master", default=os.environ.get(ENV_SPARK_MASTER, DEFAULT_SPARK_MASTER)
     )
     run_dev = commands.add_parser("dev", help="`dagster dev` on a Spark Connect server")
     run_dev.add_argument("--port", type=int, default=3000, help="the UI's port (default 3000)")
+    run_dev.add_argument("--sql-port", type=int, default=DEFAULT_SQL_PORT, help=SQL_PORT_HELP)
     run_up = commands.add_parser(
         "up", help="the production shape: PostgreSQL, broker, Spark Connect, daemon, webserver"
     )
     run_up.add_argument("--port", type=int, default=3000, help="the UI's port (default 3000)")
     run_up.add_argument("--host", default="127.0.0.1", help="the UI's address")
+    run_up.add_argument("--sql-port", type=int, default=DEFAULT_SQL_PORT, help=SQL_PORT_HELP)
     run_up.add_argument(
         "--home", type=Path, default=Path(".lakehouse"), help="state and logs (default .lakehouse)"
     )
@@ -202,11 +209,11 @@ def main(argv: Sequence[str] | None = None) -> None:
             )
             serve(server, ENV_SPARK_REMOTE)
         elif args.command == "dev":
-            dev(args.port)
+            dev(args.port, args.sql_port)
         elif args.command == "up":
             from lakehouse_assets.devtools.stack import up
 
-            up(args.home, args.port, args.host, args.s3)
+            up(args.home, args.port, args.host, args.s3, args.sql_port)
         else:
             broker = EmbeddedBroker(port=args.port, data_dir=args.data, keep_log=True)
             serve(broker, ENV_KAFKA_BOOTSTRAP_SERVERS)

@@ -125,7 +125,7 @@ def stack(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[RunningSt
         env.pop(name, None)  # every service of its own, as `lakehouse up` starts them
     log = tmp_path / "lakehouse-up.log"
     lakehouse = str(Path(sys.executable).parent / "lakehouse")
-    command = [lakehouse, "up", "--home", str(home), "--port", str(free_port())]
+    command = [lakehouse, "up", "--home", str(home), "--port", str(free_port()), "--sql-port", "0"]
     with log.open("wb") as output:
         process = subprocess.Popen(
             command, cwd=REPO_ROOT, env=env, stdout=output, stderr=subprocess.STDOUT,

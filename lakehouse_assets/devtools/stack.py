@@ -45,7 +45,7 @@ from lakehouse_assets.devtools.dagster_services import (
 from lakehouse_assets.devtools.postgres import PostgresServer
 from lakehouse_assets.devtools.s3_endpoint import S3Endpoint
 from lakehouse_assets.devtools.service import LOOPBACK, LocalService, free_port
-from lakehouse_assets.devtools.spark_server import SparkConnectServer
+from lakehouse_assets.devtools.spark_server import DEFAULT_SQL_PORT, SparkConnectServer
 from resources import (
     ENV_KAFKA_BOOTSTRAP_SERVERS,
     ENV_LAKEHOUSE_ROOT,
@@ -79,9 +79,16 @@ class Stack:
     """
 
     def __init__(
-        self, home: Path, port: int = 3000, host: str = LOOPBACK, s3: bool = False
+        self,
+        home: Path,
+        port: int = 3000,
+        host: str = LOOPBACK,
+        s3: bool = False,
+        sql_port: int = DEFAULT_SQL_PORT,
     ) -> None:
+        """``sql_port``: the Spark server's SQL endpoint's (0: a free one), on loopback."""
         self.home = home.resolve()
+        self.sql_port = sql_port
         self.s3 = s3
         self.local_s3: dict[str, str] = {}  # the local S3 endpoint's variables, once started
         self.dagster_home = self.home / "dagster"
@@ -127,7 +134,9 @@ class Stack:
             self._run(broker)
             self.env[ENV_KAFKA_BOOTSTRAP_SERVERS] = broker.address
         if ENV_SPARK_REMOTE not in self.env:
-            server = SparkConnectServer(conf=spark_conf(self.env), log_file=self._log("spark"))
+            server = SparkConnectServer(
+                conf=spark_conf(self.env), log_file=self._log("spark"), sql_port=self.sql_port
+            )
             spark = self._run(server)
             self.env[ENV_SPARK_REMOTE] = spark.address
         code_port = free_port()
@@ -248,13 +257,15 @@ class Stack:
         (self.home / "services.json").unlink(missing_ok=True)
 
 
-def up(home: Path, port: int, host: str, s3: bool = False) -> None:
+def up(
+    home: Path, port: int, host: str, s3: bool = False, sql_port: int = DEFAULT_SQL_PORT
+) -> None:
     """The production shape: every service its own process, restarted when it exits, until
     Ctrl-C or SIGTERM: the `lakehouse up` command."""
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # leave the block: the services stop
     # Ctrl-C stops it even when started where SIGINT is ignored (a shell's background job).
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    stack = Stack(home, port, host, s3)
+    stack = Stack(home, port, host, s3, sql_port)
     try:
         stack.start()
         print(f"The lakehouse is up: the Dagster UI is at http://{host}:{port}; Ctrl-C stops it.")
