@@ -135,6 +135,30 @@ def test_a_write_registers_its_table_by_name(spark: SparkSession, tmp_path: Path
     ]
 
 
+def test_a_table_its_first_writer_left_unregistered_is_registered_by_the_next_write(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """A crash between a table's first commit and its registration: the next write mends it."""
+    root = tmp_path / "lake"
+    write_deltalake(str(root / "silver" / "late"), pa.table({"id": [1]}))  # version 0, no name
+    lake = LakeResource(root=str(root))
+    name = lake.table_name("silver", "late")
+    assert catalog.registered(spark, f"{lake.schema_prefix}_silver", "late") is None
+    lake.append("silver", "late", spark.createDataFrame([(2,)], "id long"))
+    assert sorted(row["id"] for row in spark.table(name).collect()) == [1, 2]
+
+
+def test_a_table_on_object_storage_is_registered_by_name(
+    spark: SparkSession, s3_lake_root: str
+) -> None:
+    lake = LakeResource(root=s3_lake_root)
+    lake.append("gold", "s3", spark.createDataFrame([(1, "x")], "id long, tag string"))
+    found = catalog.registered(spark, f"{lake.schema_prefix}_gold", "s3")
+    assert found is not None and found.location == f"{s3_lake_root}/gold/s3"
+    rows = spark.table(lake.table_name("gold", "s3")).collect()
+    assert [tuple(row) for row in rows] == [(1, "x")]
+
+
 def test_the_catalog_copy_of_the_columns_follows_a_new_column(
     spark: SparkSession, tmp_path: Path
 ) -> None:
