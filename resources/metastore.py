@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import subprocess
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -40,6 +41,7 @@ DATANUCLEUS = {
 }
 SCHEMA_TABLE = "TBLS"  # a table of Hive's schema: present once the schema was created
 CONNECT_TIMEOUT_S = 10
+DIST_CLASSPATH = "SPARK_DIST_CLASSPATH"  # appended by Spark's launcher to the driver's class path
 
 
 class MetastoreSettingError(ValueError):
@@ -65,13 +67,8 @@ def spark_settings(metastore: str, jars_dir: Path = JARS_DIR) -> dict[str, str]:
     settings = {"spark.sql.catalogImplementation": "hive"}
     if is_postgres(metastore):
         hive = {**_jdo_settings(metastore), **DATANUCLEUS, **POSTGRES_RUNTIME}
-        return {
-            **settings,
-            **{f"spark.hadoop.{key}": value for key, value in hive.items()},
-            # DataNucleus asks java.sql.DriverManager for the driver, which sees only the
-            # JVM's own class path, not spark.jars.
-            "spark.driver.extraClassPath": str(postgres_jar(jars_dir)),
-        }
+        postgres_jar(jars_dir)  # its absence is the setting's error, before any JVM starts
+        return {**settings, **{f"spark.hadoop.{key}": value for key, value in hive.items()}}
     if "://" in metastore:
         scheme = metastore.split("://", 1)[0]
         raise MetastoreSettingError(
@@ -117,6 +114,24 @@ def _jdo_settings(url: str) -> dict[str, str]:
         f"{JDO}ConnectionUserName": unquote(parsed.username or ""),
         f"{JDO}ConnectionPassword": unquote(parsed.password or ""),
     }
+
+
+def launcher_environment(
+    metastore: str, environ: Mapping[str, str], jars_dir: Path = JARS_DIR
+) -> dict[str, str]:
+    """The variables that put a PostgreSQL metastore's JDBC driver on the class path of a Spark
+    driver launched from ``environ`` (none for Derby). DataNucleus asks java.sql.DriverManager
+    for the driver, which sees the JVM's own class path, not ``spark.jars``. Spark's launcher
+    appends ``SPARK_DIST_CLASSPATH`` after Spark's own jars, so the class path still begins
+    with the one the driver's class archive was written for (``spark.driver.extraClassPath``
+    would come first, and the JVM would refuse the archive)."""
+    if not is_postgres(metastore):
+        return {}
+    jar = str(postgres_jar(jars_dir))
+    present = environ.get(DIST_CLASSPATH, "")
+    if jar in present.split(os.pathsep):
+        return {}
+    return {DIST_CLASSPATH: os.pathsep.join(filter(None, [present, jar]))}
 
 
 def postgres_jar(jars_dir: Path = JARS_DIR) -> Path:

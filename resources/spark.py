@@ -219,6 +219,7 @@ class SparkResource(LazyPySparkResource):
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
         metastores.prepare(self.metastore)
+        os.environ.update(metastores.launcher_environment(self.metastore, os.environ))
         settings = {
             **LOCAL_DEFAULTS,
             **jvm_settings(),

@@ -254,6 +254,7 @@ class SparkConnectServer(LocalService):
             "SPARK_LOCAL_IP": LOOPBACK,
             **self.env,
         }
+        env.update(metastores.launcher_environment(self.metastore, env))
         try:
             auth_jar = sql_auth.required_jar(env) if self.sql_port is not None else None
             metastores.prepare(self.metastore)

@@ -18,6 +18,7 @@ from resources import LakeResource, catalog
 from resources.metastore import (
     MetastoreSettingError,
     MetastoreUnavailable,
+    launcher_environment,
     prepare,
     spark_settings,
 )
@@ -83,13 +84,19 @@ def test_a_metastore_is_a_folder_or_a_postgresql_database(tmp_path: Path) -> Non
     assert derby["spark.sql.catalogImplementation"] == "hive"
     url = derby["spark.hadoop.javax.jdo.option.ConnectionURL"]
     assert url == "jdbc:derby:;databaseName=/data/metastore/metastore_db;create=true"
-    (tmp_path / "org.postgresql_postgresql-42.7.14.jar").touch()
+    driver = tmp_path / "org.postgresql_postgresql-42.7.14.jar"
+    driver.touch()
     postgres = spark_settings("postgresql://hive:s%40cret@db/metastore", jars_dir=tmp_path)
     jdo = "spark.hadoop.javax.jdo.option."
     assert postgres[f"{jdo}ConnectionURL"] == "jdbc:postgresql://db:5432/metastore"
     assert postgres[f"{jdo}ConnectionUserName"] == "hive"
     assert postgres[f"{jdo}ConnectionPassword"] == "s@cret"
-    assert postgres["spark.driver.extraClassPath"].endswith("postgresql-42.7.14.jar")
+    launcher = launcher_environment("postgresql://db/m", {}, jars_dir=tmp_path)
+    assert launcher == {
+        "SPARK_DIST_CLASSPATH": str(tmp_path / "org.postgresql_postgresql-42.7.14.jar")
+    }
+    assert launcher_environment("postgresql://db/m", launcher, jars_dir=tmp_path) == {}
+    assert launcher_environment("/data/metastore", {}, jars_dir=tmp_path) == {}
 
 
 @pytest.mark.parametrize(
