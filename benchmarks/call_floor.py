@@ -52,12 +52,7 @@ def main() -> None:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql import functions as F
 
-    server = SparkConnectServer(  # as graph_calls.py's and the tests' server
-        conf={
-            "spark.sql.codegen.wholeStage": "false",
-            "spark.sql.codegen.factoryMode": "NO_CODEGEN",
-        },
-    )
+    server = SparkConnectServer()  # as `make run` starts it
     with server, tempfile.TemporaryDirectory(prefix="call-floor-") as root:
         assert server.pid is not None
         spark = SparkSession.builder.remote(server.url).create()

@@ -204,13 +204,7 @@ def main() -> None:
         log.wrap(SparkConnectClient, name)
     follow_steps(log)
 
-    # as the tests' server
-    server = SparkConnectServer(
-        conf={
-            "spark.sql.codegen.wholeStage": "false",
-            "spark.sql.codegen.factoryMode": "NO_CODEGEN",
-        },
-    )
+    server = SparkConnectServer()  # as `make run` starts it
     with EmbeddedBroker() as broker, server:
         os.environ["KAFKA_BOOTSTRAP_SERVERS"] = broker.bootstrap_servers
         os.environ["SPARK_REMOTE"] = server.address

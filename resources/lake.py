@@ -13,7 +13,6 @@ import dagster as dg
 from deltalake import DeltaTable
 from pydantic import Field
 from pyspark.sql import Column, DataFrame, SparkSession
-from pyspark.sql import functions as F
 
 from resources import catalog, delta, delta_log, delta_merge, files, object_store
 from resources.delta import Markers, PartitionFilters
@@ -71,25 +70,6 @@ class LakeResource(dg.ConfigurableResource):
     def spark_path(self, *parts: str) -> str:
         """A location under the lake root as Spark (Hadoop) names it: s3:// becomes s3a://."""
         return hadoop_uri(self.path(*parts))
-
-    def read_lines_stream(self, spark: SparkSession, folder: Sequence[str]) -> DataFrame:
-        """A stream of the lines of the files dropped in ``<root>/<folder...>``: each ``line`` as
-        the bytes the file holds (without its line break), with ``source_file``, the file it
-        came from. Parsing (CSV, JSON lines...) is left to the layers that know the format.
-
-        Files whose names start with ``.`` or ``_`` are ignored until renamed: writers should
-        write under such a name and rename when done.
-        """
-        files.make_folder(self.path(*folder))  # Spark's file source needs the folder to exist
-        return (
-            spark.readStream.format("text")
-            .option("maxFilesPerTrigger", str(self.max_files_per_trigger))
-            .load(self.spark_path(*folder))
-            .select(
-                F.col("value").cast("binary").alias("line"),  # Spark keeps the bytes read
-                F.col("_metadata.file_path").alias("source_file"),
-            )
-        )
 
     def read_text(self, *parts: str) -> str | None:
         """The text of the file at ``<root>/<parts...>``, or None when there is none."""

@@ -5,7 +5,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import dagster as dg
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from lakehouse_assets.bronze.columns import KAFKA_RECORD, LANDING_LINE
 from lakehouse_assets.bronze.position import StreamPosition
@@ -23,7 +24,7 @@ from lakehouse_assets.constants import (
 )
 from lakehouse_assets.migrations import Upgrade, require_current
 from lakehouse_assets.table_metadata import code_references, table_metadata
-from resources import KafkaResource, LakeResource, SparkResource
+from resources import KafkaResource, LakeResource, SparkResource, files
 from resources.streaming import StreamRun, run_available_now
 
 
@@ -180,7 +181,7 @@ def landing_bronze_asset(
             context,
             lake,
             source,
-            lambda: landing_to_bronze(lake.read_lines_stream(spark.get_session(), folder)),
+            lambda: landing_to_bronze(read_lines_stream(lake, spark.get_session(), folder)),
             LANDING_LINE,
             caught_up=lambda position: position.landing_caught_up(lake.path(*folder)),
             upgrade=upgrade,
@@ -188,3 +189,23 @@ def landing_bronze_asset(
         return dg.MaterializeResult(metadata=metadata)
 
     return _asset
+
+
+def read_lines_stream(lake: LakeResource, spark: SparkSession, folder: Sequence[str]) -> DataFrame:
+    """A stream of the lines of the files dropped in ``<root>/<folder...>``: each ``line`` as
+    the bytes the file holds (without its line break), with ``source_file``, the file it
+    came from. Parsing (CSV, JSON lines...) is left to the layers that know the format.
+
+    Files whose names start with ``.`` or ``_`` are ignored until renamed: writers should
+    write under such a name and rename when done.
+    """
+    files.make_folder(lake.path(*folder))  # Spark's file source needs the folder to exist
+    return (
+        spark.readStream.format("text")
+        .option("maxFilesPerTrigger", str(lake.max_files_per_trigger))
+        .load(lake.spark_path(*folder))
+        .select(
+            F.col("value").cast("binary").alias("line"),  # Spark keeps the bytes read
+            F.col("_metadata.file_path").alias("source_file"),
+        )
+    )
