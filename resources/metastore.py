@@ -27,7 +27,7 @@ import pyspark
 from psycopg2 import OperationalError, connect
 
 from resources.settings import ENV_METASTORE
-from resources.spark_jvm import JARS_DIR
+from resources.spark_jvm import JARS_DIR, java, write_properties
 
 POSTGRES_SCHEMES = ("postgresql", "postgres")
 POSTGRES_DRIVER = "org.postgresql.Driver"  # org.postgresql:postgresql, pinned in jars.toml
@@ -162,15 +162,12 @@ def prepare(metastore: str, jars_dir: Path = JARS_DIR) -> None:
     if not is_postgres(metastore) or _has_schema(metastore):
         return
     with tempfile.TemporaryDirectory() as folder:
-        properties = Path(folder) / "metastore.properties"  # holds the password: 0600
-        fd = os.open(properties, os.O_WRONLY | os.O_CREAT, 0o600)
-        with os.fdopen(fd, "w") as file:
-            for key, value in {**_jdo_settings(metastore), **DATANUCLEUS}.items():
-                file.write(f"{key}={_escaped(value)}\n")
+        properties = Path(folder) / "metastore.properties"  # holds the password
+        write_properties(properties, {**_jdo_settings(metastore), **DATANUCLEUS})
         class_path = f"{Path(pyspark.__file__).parent / 'jars'}/*:{postgres_jar(jars_dir)}"
         done = subprocess.run(
             [
-                _java(), "-cp", class_path,
+                java(), "-cp", class_path,
                 "org.datanucleus.store.schema.SchemaTool", "-create", "-api", "JDO",
                 "-props", str(properties), "package.jdo",  # Hive's mapping, in hive-metastore's jar
             ],
@@ -200,16 +197,6 @@ def _has_schema(metastore: str) -> bool:
     finally:
         connection.close()
     return bool(row and row[0])
-
-
-def _escaped(value: str) -> str:
-    """``value`` as a Java properties file holds it."""
-    return value.replace("\\", "\\\\").replace("\n", "\\n")
-
-
-def _java() -> str:
-    home = os.environ.get("JAVA_HOME")
-    return str(Path(home) / "bin" / "java") if home else "java"
 
 
 def shown(metastore: str) -> str:

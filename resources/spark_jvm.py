@@ -3,6 +3,7 @@ Delta's extension and the static settings; and the helpers that start and stop a
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -111,3 +112,20 @@ def stop_spark(timeout_s: float = 60) -> bool:
             process.wait()
             return False
     return True
+
+
+def java() -> str:
+    """The java executable Spark would use: ``$JAVA_HOME/bin/java``, else ``java`` on the PATH."""
+    home = os.environ.get("JAVA_HOME")
+    return str(Path(home) / "bin" / "java") if home else "java"
+
+
+def write_properties(path: Path, settings: Mapping[str, str]) -> None:
+    """``settings`` as a Java properties file that only this user may read (they may hold a
+    credential)."""
+    path.touch(mode=0o600)
+    path.write_text("".join(f"{key}={_escaped(value)}\n" for key, value in settings.items()))
+
+
+def _escaped(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")

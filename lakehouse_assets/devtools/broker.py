@@ -17,6 +17,7 @@ from pathlib import Path
 
 from lakehouse_assets.devtools.jars import KAFKA_JARS_DIR, wheel_scala_jars
 from lakehouse_assets.devtools.service import LOOPBACK, LocalService, free_port, port_is_taken
+from resources.spark_jvm import java
 
 __all__ = ["DEFAULT_BROKER_PORT", "EmbeddedBroker", "EmbeddedBrokerError", "free_port"]
 
@@ -48,12 +49,6 @@ JVM_OPTIONS = ["-Xmx1g", "-Dorg.apache.logging.log4j.level=WARN"]
 
 class EmbeddedBrokerError(RuntimeError):
     """The embedded broker could not be started."""
-
-
-def java() -> str:
-    """The java executable Spark would use: ``$JAVA_HOME/bin/java``, else ``java`` on the PATH."""
-    home = os.environ.get("JAVA_HOME")
-    return str(Path(home) / "bin" / "java") if home else "java"
 
 
 def class_path() -> str:

@@ -20,9 +20,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from lakehouse_assets.devtools.broker import java
 from lakehouse_assets.devtools.jars import DEBEZIUM_JARS_DIR
 from lakehouse_assets.devtools.service import LOOPBACK, LocalService, free_port
+from resources.spark_jvm import java
 
 __all__ = ["KafkaConnect", "KafkaConnectError", "postgres_connector"]
 

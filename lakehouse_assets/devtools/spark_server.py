@@ -24,7 +24,13 @@ from resources import metastore as metastores
 from resources.settings import ENV_METASTORE
 from resources.settings import metastore as configured_metastore
 from resources.spark import SESSION_DEFAULTS
-from resources.spark_jvm import DEFAULT_ARCHIVE, jvm_settings, quick_start_options, without_connect
+from resources.spark_jvm import (
+    DEFAULT_ARCHIVE,
+    jvm_settings,
+    quick_start_options,
+    without_connect,
+    write_properties,
+)
 
 # Spark's Thrift server (HiveServer2's protocol: JDBC and ODBC clients, BI tools), with Spark
 # Connect as a plugin of the same application: both kinds of client share one catalog and cache.
@@ -115,16 +121,6 @@ def secret(setting: str) -> bool:
     """Whether a Spark setting holds a credential (a metastore's password, an S3A secret key)."""
     name = setting.lower()
     return any(word in name for word in ("password", "secret", "token", "credential"))
-
-
-def write_properties(path: Path, settings: Mapping[str, str]) -> None:
-    """``settings`` as a Java properties file that only this user may read."""
-    path.touch(mode=0o600)
-    path.write_text("".join(f"{key}={_escaped(value)}\n" for key, value in settings.items()))
-
-
-def _escaped(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
 
 
 class SparkConnectServer(LocalService):
