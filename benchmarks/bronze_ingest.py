@@ -46,7 +46,8 @@ separately. The broker's memory is not counted in any figure.
 Usage::
 
     .venv/bin/python benchmarks/bronze_ingest.py [--records N] [--partitions P]
-        [--driver-memory 1g] [--keep DIR]
+        [--driver-memory 1g] [--connect-only] [--keep DIR]
+        [--conf '{"spark.sql.codegen.wholeStage": "false"}']
 """
 
 from __future__ import annotations
@@ -508,7 +509,11 @@ def run_child(
 
 
 def connect_runs(
-    invocation: Invocation, driver_memory: str | None, warm_ups: int, idle_runs: int
+    invocation: Invocation,
+    driver_memory: str | None,
+    warm_ups: int,
+    idle_runs: int,
+    extra: dict[str, str],
 ) -> dict[str, dict[str, Any]]:
     """Start a Connect server (untimed), warm it with ``warm_ups`` ingestions, then time a run
     of all the records and ``idle_runs`` runs that find nothing new, each in a new client
@@ -516,7 +521,7 @@ def connect_runs(
     from lakehouse_assets.devtools.spark_server import SERVER_DEFAULTS, SparkConnectServer
     from resources import ENV_SPARK_MASTER
 
-    conf = {DRIVER_MEMORY: driver_memory} if driver_memory else {}
+    conf = {**extra, **({DRIVER_MEMORY: driver_memory} if driver_memory else {})}
     master = os.environ.get(ENV_SPARK_MASTER, "local[*]")
     started = time.perf_counter()
     with SparkConnectServer(master=master, conf=conf) as server:
@@ -552,15 +557,17 @@ def report_throughput(records: int, runs: dict[str, dict[str, Any]]) -> None:
         f"every ~{BASELINE_COMMIT_EVERY:,} records; project: dagster.materialize bronze/bpm"
     )
     print(f"\n{'run':46}{'seconds':>9}{'records/s':>12}{'ratio':>7}{'commits':>9}  untimed")
-    baseline_rate = records / runs[BASELINE]["seconds"]
+    baseline_rate = records / runs[BASELINE]["seconds"] if BASELINE in runs else None
     for mode in (BASELINE, LOCAL, CONNECT):
+        if mode not in runs:
+            continue
         figures = runs[mode]
         rate = records / figures["seconds"]
         untimed = figures.get("session_seconds")
         note = f"  session start {untimed:.1f} s" if untimed is not None else ""
         print(
             f"{LABELS[mode]:46}{figures['seconds']:9.2f}{rate:12,.0f}"
-            f"{rate / baseline_rate:7.2f}{figures['commits']:9}{note}"
+            f"{rate / baseline_rate if baseline_rate else 0:7.2f}{figures['commits']:9}{note}"
         )
     idle = runs[IDLE]
     verdict = "within" if idle["seconds"] <= IDLE_TARGET_S else "over"
@@ -599,7 +606,7 @@ def report_memory(runs: dict[str, dict[str, Any]]) -> None:
     label = f"{LABELS[CONNECT]}: the server, during the run"
     memory_row(label, server, baseline_pss, "-")
     series = [run["server"] for run in runs[IDLE]["series"]]
-    for number in sorted({1, 2, len(series) // 2, len(series)} - {0}):
+    for number in sorted({1, 2, len(series) // 2, len(series)} & set(range(1, len(series) + 1))):
         label = f"{LABELS[IDLE]} {number} of {len(series)}: the server"
         memory_row(label, series[number - 1], baseline_pss, "-")
 
@@ -628,12 +635,18 @@ def benchmark(bootstrap: str, args: argparse.Namespace, external: bool) -> None:
     with workspace(args.keep) as workdir:
         invocation = Invocation(bootstrap, args.records, workdir)
         runs: dict[str, dict[str, Any]] = {}
-        for mode in (BASELINE, LOCAL):  # before the server starts: it would share the cores
+        others = () if args.connect_only else (BASELINE, LOCAL)
+        for mode in others:  # before the server starts: it would share the cores
             print(f"running {mode}...", flush=True)
             runs[mode] = run_child(invocation, mode, f"lake-{mode}")
-        runs.update(connect_runs(invocation, args.driver_memory, args.warm_ups, args.idle_runs))
+        runs.update(
+            connect_runs(
+                invocation, args.driver_memory, args.warm_ups, args.idle_runs, json.loads(args.conf)
+            )
+        )
     report_throughput(args.records, runs)
-    report_memory(runs)
+    if not args.connect_only:
+        report_memory(runs)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -646,12 +659,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="spark.driver.memory of the Connect server, e.g. 1g (default: the server's own)",
     )
     parser.add_argument(
+        "--conf", default="{}", metavar="JSON",
+        help="Spark settings of the Connect server beside its own, as a JSON object",
+    )  # fmt: skip
+    parser.add_argument(
         "--warm-ups", type=int, default=WARM_UPS,
         help=f"untimed ingestions that warm the server first (default {WARM_UPS})",
     )  # fmt: skip
     parser.add_argument(
         "--idle-runs", type=int, default=IDLE_RUNS,
         help=f"runs with no new records after the timed one (default {IDLE_RUNS})",
+    )  # fmt: skip
+    parser.add_argument(
+        "--connect-only", action="store_true",
+        help="only the Connect server's runs (no baseline, no local application)",
     )  # fmt: skip
     parser.add_argument(
         "--keep", metavar="DIR", help="keep the lakes and child logs in DIR (must not exist)"
