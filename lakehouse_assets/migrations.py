@@ -177,10 +177,8 @@ def _readers(lake: LakeResource, source: tuple[str, str]) -> dict[tuple[str, str
     tables = lake.tables(SILVER)
     readers = {}
     for table in tables:
-        snapshot = lake.find(SILVER, table)
-        for consumer in tables:
-            app_id = consumer_app_id(consumer, source)
-            consumed = snapshot.transaction_version(app_id) if snapshot else None
+        app_ids = [consumer_app_id(consumer, source) for consumer in tables]
+        for app_id, consumed in lake.committed_versions(SILVER, table, app_ids).items():
             if consumed is not None:
                 readers[(table, app_id)] = consumed
     return readers

@@ -339,7 +339,8 @@ def _valid_readings(batches: Batches) -> dict[int, list[tuple[int, float]]]:
     """Per device, the valid (time in microseconds, heartrate) readings of silver ``heart_rate``."""
     heartrates: dict[tuple[int, int], Any] = {}
     for reading in _accepted(batches, "bpm"):
-        heartrates[(reading["device_id"], reading["time"])] = reading.get("heartrate")
+        # A reading is recorded once: its first record (by arrival) stands.
+        heartrates.setdefault((reading["device_id"], reading["time"]), reading.get("heartrate"))
     valid: dict[int, list[tuple[int, float]]] = defaultdict(list)
     for (device_id, time), heartrate in sorted(heartrates.items()):
         if heartrate is not None and heartrate > 0:

@@ -4,12 +4,10 @@ through Delta's own transaction log; no table is written by another engine.
 
 delta-rs reads a table's log where no Spark is needed: ``resources.delta_log``.
 
-Transaction markers ``{app id: version}`` make writes idempotent: a write carrying a marker the
-table already holds (at that version or later) is skipped by Delta itself, and a caller can ask
-whether a table holds a marker before doing any work. Delta records one marker per commit: a
-write with several commits the others right after it, each alone (``commit_markers``); a crash
-between them leaves only the later markers unrecorded, so the next run reads those upstream
-changes again, which only a merge or a replace (the same result twice) may do.
+Transaction markers ``{app id: version}`` make writes idempotent: a write's markers are recorded
+in its own commit (``delta_log.recording``), a write whose markers the table already holds (at
+that version or later) is skipped, and a caller can ask whether a table holds a marker before
+doing any work. Every write is one commit: a crash leaves it whole or absent.
 """
 
 from __future__ import annotations
@@ -22,7 +20,7 @@ from pyspark.sql import DataFrame, DataFrameWriter, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, DataType, MapType, StringType, StructType
 
-from resources.delta_log import Markers, unheld
+from resources.delta_log import Markers, recording
 from resources.object_store import hadoop_uri
 
 CHANGE_TYPE = "_change_type"  # the change data feed's column naming the kind of change
@@ -30,10 +28,6 @@ INSERTED = ("insert", "update_postimage")  # change types that carry a row's new
 FEED_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
 
 PartitionFilters = list[tuple[str, str, Any]]  # [(column, op, value)], op: = != < <= > >= in
-
-# Delta's session settings naming the marker of the next SQL write (MERGE, DELETE).
-TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
-TXN_VERSION = "spark.databricks.delta.write.txnVersion"
 
 
 def quoted(name: str) -> str:
@@ -175,14 +169,10 @@ def plain_strings(frame: DataFrame) -> DataFrame:
 
 
 def _writer(
-    frame: DataFrame, mode: str, partition_by: Sequence[str], markers: Markers | None
+    frame: DataFrame, mode: str, partition_by: Sequence[str], options: Mapping[str, str]
 ) -> DataFrameWriter:
-    writer = plain_strings(frame).write.format("delta").mode(mode)
-    if partition_by:
-        writer = writer.partitionBy(*partition_by)
-    for app_id, version in list((markers or {}).items())[:1]:  # Delta's one marker per commit
-        writer = writer.option("txnAppId", app_id).option("txnVersion", version)
-    return writer
+    writer = plain_strings(frame).write.format("delta").mode(mode).options(**options)
+    return writer.partitionBy(*partition_by) if partition_by else writer
 
 
 def append(
@@ -191,15 +181,14 @@ def append(
     partition_by: Sequence[str] = (),
     markers: Markers | None = None,
 ) -> None:
-    """Append ``frame``'s rows (creating the table if needed); new columns are added. A write
-    whose markers the table holds is skipped: the commit carries one it lacks."""
-    missing = unheld(uri, markers)
-    if markers and not missing:
+    """Append ``frame``'s rows (creating the table if needed) in one commit that records
+    ``markers``; new columns are added. A write whose markers the table holds is skipped."""
+    options = recording(uri, markers)
+    if options is None:
         return
-    _writer(frame, "append", partition_by, missing).option("mergeSchema", "true").save(
+    _writer(frame, "append", partition_by, options).option("mergeSchema", "true").save(
         hadoop_uri(uri)
     )
-    commit_markers(frame.sparkSession, uri, missing, skip_first=True)
 
 
 def replace(
@@ -210,32 +199,25 @@ def replace(
     markers: Markers | None = None,
 ) -> None:
     """Replace every row matching ``partitions`` (the whole table, schema and layout, when None)
-    with ``frame``'s rows in one commit, which carries the first of the ``markers`` the table
-    lacks; the others follow alone. A replace is written even when the table holds every marker
-    (a deliberate rebuild); a crash before the last marker makes the next run replace the same
-    rows again. Delta counts a replace as a data change, a new schema too: readers of the change
-    feed see its rows deleted and inserted."""
-    missing = unheld(uri, markers)
-    writer = _writer(frame, "overwrite", partition_by, missing)
+    with ``frame``'s rows in one commit, which records the ``markers`` unless the table holds
+    them all. A replace is written even then (a deliberate rebuild). Delta counts a replace as
+    a data change, a new schema too: readers of the change feed see its rows deleted and
+    inserted."""
+    writer = _writer(frame, "overwrite", partition_by, recording(uri, markers) or {})
     if partitions is None:
         writer = writer.option("overwriteSchema", "true")
     else:
         writer = writer.option("replaceWhere", predicate(partitions))
     writer.save(hadoop_uri(uri))
-    commit_markers(frame.sparkSession, uri, missing, skip_first=True)
 
 
-def commit_markers(
-    spark: SparkSession, uri: str, markers: Markers | None, skip_first: bool = False
-) -> None:
-    """Commit each of ``markers`` (after the first with ``skip_first``) alone, with no rows, to
-    the existing table at ``uri``: the table records what its writer consumed."""
-    items = list((markers or {}).items())[1 if skip_first else 0 :]
-    if not items:
-        return
-    schema = read(spark, uri).limit(0)
-    for app_id, version in items:
-        _writer(schema, "append", (), {app_id: version}).save(hadoop_uri(uri))
+def commit_markers(spark: SparkSession, uri: str, markers: Markers | None) -> None:
+    """Record ``markers`` in a commit of no rows to the existing table at ``uri``, unless it
+    holds them all: the table records what its writer consumed."""
+    options = recording(uri, markers)
+    if options:
+        schema = read(spark, uri).limit(0)
+        _writer(schema, "append", (), options).save(hadoop_uri(uri))
 
 
 @contextlib.contextmanager
@@ -254,22 +236,29 @@ def session_settings(spark: SparkSession, settings: Mapping[str, str]) -> Iterat
                 spark.conf.set(key, value)
 
 
+# Delta's session settings of the next SQL write (MERGE, DELETE), by their writer option.
+SQL_WRITE_SETTINGS = {
+    "txnAppId": "spark.databricks.delta.write.txnAppId",
+    "txnVersion": "spark.databricks.delta.write.txnVersion",
+    "userMetadata": "spark.databricks.delta.commitInfo.userMetadata",
+}
+
+
 @contextlib.contextmanager
-def marker_for_writes(spark: SparkSession, markers: Markers | None) -> Iterator[None]:
-    """The session's writes in the block (a MERGE, which takes no writer options) carry the
-    first of ``markers``, through Delta's session settings; they are unset after the block.
+def recorded_by_writes(spark: SparkSession, options: Mapping[str, str]) -> Iterator[None]:
+    """The session's writes in the block (a MERGE, which takes no writer options) record the
+    markers of ``options`` (``delta_log.recording``), through Delta's session settings; they are
+    unset after the block.
 
     (Unset, not restored: no one else sets them, and a marker left behind would be given to the
     session's next write. The settings are the session's: steps running at once have sessions
     of their own, ``SparkResource.get_session``.)
     """
-    for app_id, version in list((markers or {}).items())[:1]:
-        spark.conf.set(TXN_APP_ID, app_id)
-        spark.conf.set(TXN_VERSION, str(version))
-        try:
-            yield
-        finally:
-            spark.conf.unset(TXN_APP_ID)
-            spark.conf.unset(TXN_VERSION)
-        return
-    yield
+    settings = {SQL_WRITE_SETTINGS[name]: value for name, value in options.items()}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key in settings:
+            spark.conf.unset(key)

@@ -6,7 +6,8 @@ commit took. Sensors, checks and metadata ask here; every write goes through Spa
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Iterable, Mapping
 
 import pyarrow as pa
 from deltalake import DeltaTable
@@ -58,7 +59,7 @@ def rows_written(delta: DeltaTable, after_version: int | None) -> int | None:
     """The rows the first data commit after ``after_version`` (every version when None) took, by
     the operation metrics Delta recorded in it: a merge's source rows, a write's rows. None when
     no such commit follows (the write was skipped). Maintenance (OPTIMIZE, VACUUM) and schema
-    changes are not data commits; the marker commits that follow a write come after it."""
+    changes are not data commits."""
     newest = delta.version()
     first = -1 if after_version is None else after_version
     if newest <= first:
@@ -72,12 +73,80 @@ def rows_written(delta: DeltaTable, after_version: int | None) -> int | None:
     return None
 
 
+MARKERS_APP = "lakehouse.markers"
+"""The app id of the commits that record several markers. Delta takes one marker per commit
+(``txnAppId``), so such a commit carries this one, a count of those commits, and every marker
+it records in its ``userMetadata`` (``MARKERS_KEY``); ``held`` reads them there."""
+MARKERS_KEY = "lakehouse_markers"
+RECENT_COMMITS = 10  # read first when looking for the newest commit that recorded markers
+
+
+def recorded_markers(delta: DeltaTable) -> dict[str, int]:
+    """The markers in the metadata of the newest commit that recorded several (none when no
+    commit did). Only the step that writes the table records them, and maintenance commits
+    (OPTIMIZE, VACUUM) come between its commits, so the newest commits are read first; the
+    whole history only when they hold none."""
+    if delta.transaction_version(MARKERS_APP) is None:
+        return {}
+    for limit in (RECENT_COMMITS, None):
+        for commit in delta.history(limit):  # newest first
+            text = commit.get("userMetadata")
+            if not text:
+                continue
+            try:
+                markers = json.loads(text).get(MARKERS_KEY)
+            except (ValueError, AttributeError):
+                continue  # a user's own metadata
+            if isinstance(markers, dict):
+                return {str(app): int(version) for app, version in markers.items()}
+    return {}  # its commit left the log (log retention): the older markers hold
+
+
+def held(delta: DeltaTable | None, app_ids: Iterable[str]) -> dict[str, int | None]:
+    """The version of each marker the table holds (None: it holds none of that app), from
+    Delta's markers and the markers recorded by commits of several (``recorded_markers``)."""
+    if delta is None:
+        return dict.fromkeys(app_ids)
+    recorded = recorded_markers(delta)
+    versions: dict[str, int | None] = {}
+    for app_id in app_ids:
+        found = {delta.transaction_version(app_id), recorded.get(app_id)} - {None}
+        versions[app_id] = max(found) if found else None  # type: ignore[type-var]
+    return versions
+
+
 def unheld(uri: str, markers: Markers | None) -> dict[str, int]:
     """The ``markers`` the table at ``uri`` does not hold yet (all before it exists)."""
-    snapshot = find(uri)
-    missing = {}
-    for app_id, version in (markers or {}).items():
-        held = snapshot.transaction_version(app_id) if snapshot else None
-        if held is None or held < version:
-            missing[app_id] = version
-    return missing
+    return missing(markers or {}, held(find(uri), (markers or {}).keys()))
+
+
+def missing(markers: Markers, versions: Mapping[str, int | None]) -> dict[str, int]:
+    """The ``markers`` not held at their version or later (``versions``: those held)."""
+    return {
+        app_id: version
+        for app_id, version in markers.items()
+        if (held_version := versions[app_id]) is None or held_version < version
+    }
+
+
+def recording(uri: str, markers: Markers | None) -> dict[str, str] | None:
+    """The writer options that record ``markers`` in a write's commit, None when the table at
+    ``uri`` holds every one (the write was done), {} for no markers.
+
+    One marker is Delta's own (``txnAppId``), so Delta skips a write whose marker the table
+    holds. Several are recorded in the commit's ``userMetadata``, all of them, with Delta's
+    marker ``MARKERS_APP`` at one more than the table holds."""
+    if not markers:
+        return {}
+    delta = find(uri)
+    if not missing(markers, held(delta, markers.keys())):
+        return None
+    if len(markers) == 1:
+        ((app_id, version),) = markers.items()
+        return {"txnAppId": app_id, "txnVersion": str(version)}
+    count = delta.transaction_version(MARKERS_APP) if delta else None
+    return {
+        "txnAppId": MARKERS_APP,
+        "txnVersion": str(0 if count is None else count + 1),
+        "userMetadata": json.dumps({MARKERS_KEY: dict(markers)}, sort_keys=True),
+    }

@@ -18,12 +18,12 @@ from resources.delta import (
     append,
     commit_markers,
     ddl,
-    marker_for_writes,
     plain_strings,
     quoted,
+    recorded_by_writes,
     table_name,
 )
-from resources.delta_log import find, unheld
+from resources.delta_log import find, recording
 from resources.object_store import hadoop_uri
 
 Side = Callable[[str], Column]
@@ -49,6 +49,7 @@ def merge(
     partition_by: Sequence[str] = (),
     replace: Column | None = None,
     within_partitions: bool = True,
+    insert_only: bool = False,
 ) -> None:
     """Upsert ``source`` (a batch's changes) by ``keys``.
 
@@ -68,17 +69,21 @@ def merge(
         replace: a condition over the table's columns: ``source`` holds every row the table
             should have where it holds; the table's other such rows are deleted (in every
             partition). Not with ``update_when`` or ``delete_flag``.
+        insert_only: a key, once in the table, keeps its row: only the source's new keys are
+            inserted (Delta's insert-only merge: about half the Spark jobs of a merge that may
+            update, since it rewrites no file). For tables whose key is its record's identity.
 
     Raises:
         ValueError: the table exists with other partition columns (laid out by an older version).
     """
     if replace is not None and (update_when or delete_flag):
         raise ValueError("A merge that replaces rows takes neither update_when nor delete_flag.")
+    if insert_only and (replace is not None or update_when or delete_flag):
+        raise ValueError("An insert-only merge takes no replace, update_when or delete_flag.")
     spark = source.sparkSession
-    missing = unheld(uri, markers)
-    if markers and not missing:
+    options = recording(uri, markers)
+    if options is None:
         return  # done before: the table holds every marker
-    markers = missing  # the commit carries one the table lacks, so Delta does not skip it
     source = plain_strings(source)
     kept = [name for name in source.columns if name != delete_flag]
     delta = find(uri)
@@ -102,22 +107,24 @@ def merge(
     matches = [target_column(key) == source_column(key) for key in keys]
     if within_partitions:
         matches += _in_partitions(source, partition_by, target_column)
-    newer = update_when(source_column, target_column) if update_when else None
-    values = [name for name in kept if name not in keys]
-    differs = [~target_column(name).eqNullSafe(source_column(name)) for name in values]
-    deleted = source_column(delete_flag) if delete_flag else None
     assignments = {quoted(name): source_column(name) for name in kept}
     writer = source.alias(SOURCE).mergeInto(target_name, functools.reduce(operator.and_, matches))
-    if deleted is not None:
-        writer = writer.whenMatched(_all([deleted, newer])).delete()
-    changed = functools.reduce(operator.or_, differs) if differs else None
-    writer = writer.whenMatched(_all([_not(deleted), newer, changed])).update(assignments)
-    writer = writer.whenNotMatched(_not(deleted)).insert(assignments)
-    with marker_for_writes(spark, markers):
+    if insert_only:
+        writer = writer.whenNotMatched().insert(assignments)
+    else:
+        newer = update_when(source_column, target_column) if update_when else None
+        values = [name for name in kept if name not in keys]
+        differs = [~target_column(name).eqNullSafe(source_column(name)) for name in values]
+        changed = functools.reduce(operator.or_, differs) if differs else None
+        deleted = source_column(delete_flag) if delete_flag else None
+        if deleted is not None:
+            writer = writer.whenMatched(_all([deleted, newer])).delete()
+        writer = writer.whenMatched(_all([_not(deleted), newer, changed])).update(assignments)
+        writer = writer.whenNotMatched(_not(deleted)).insert(assignments)
+    with recorded_by_writes(spark, options):
         writer.merge()
-    # Delta commits no MERGE of an empty source, nor its marker: then every marker alone.
-    first = dict(list(markers.items())[:1])
-    commit_markers(spark, uri, markers, skip_first=not unheld(uri, first))
+    # Delta commits no MERGE of an empty source, nor its markers: then they commit alone.
+    commit_markers(spark, uri, markers)
 
 
 REPLACED = "_lakehouse_replaced"

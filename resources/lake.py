@@ -112,19 +112,19 @@ class LakeResource(dg.ConfigurableResource):
 
     def committed_version(self, layer: str, table: str, app_id: str) -> int | None:
         """The last version ``app_id`` committed to the table with a transaction marker."""
-        snapshot = self.find(layer, table)
-        return snapshot.transaction_version(app_id) if snapshot else None
+        return self.committed_versions(layer, table, [app_id])[app_id]
+
+    def committed_versions(
+        self, layer: str, table: str, app_ids: Sequence[str]
+    ) -> dict[str, int | None]:
+        """The last version each of ``app_ids`` committed to the table with a marker (one log
+        read for all)."""
+        return delta_log.held(self.find(layer, table), app_ids)
 
     def holds(self, layer: str, table: str, markers: Markers) -> bool:
         """Whether the table holds every ``{app id: version}`` marker (or a later version)."""
-        snapshot = self.find(layer, table)
-        if snapshot is None:
-            return False
-        for app_id, version in markers.items():
-            committed = snapshot.transaction_version(app_id)
-            if committed is None or committed < version:
-                return False
-        return True
+        versions = delta_log.held(self.find(layer, table), markers.keys())
+        return not delta_log.missing(markers, versions)
 
     def history(self, layer: str, table: str, limit: int | None = None) -> list[dict[str, Any]]:
         """The table's commits, newest first."""
@@ -268,6 +268,7 @@ class LakeResource(dg.ConfigurableResource):
         partition_by: Sequence[str] = (),
         replace: Column | None = None,
         within_partitions: bool = True,
+        insert_only: bool = False,
     ) -> int:
         """Upsert ``source`` (a batch's changes) by ``keys``; see ``resources.delta_merge``.
         Returns the new version."""
@@ -281,6 +282,7 @@ class LakeResource(dg.ConfigurableResource):
             partition_by=partition_by,
             replace=replace,
             within_partitions=within_partitions,
+            insert_only=insert_only,
         )
         return self.register(source.sparkSession, layer, table)
 

@@ -2,13 +2,15 @@
 its upstream's changes through ``read_changes`` and commits them with the marker it returns.
 
 A silver table records, in the same Delta commit as its data, the upstream version it consumed
-(a transaction marker ``{"silver.<table><-<layer>.<upstream>": version}``). The next run reads
-the upstream change data feed after that version; a re-run after a crash reads the same changes
-again, and the markers keep every table from taking them twice.
+(a transaction marker ``{"silver.<table><-<layer>.<upstream>": version}``; a table that reads
+several upstream tables records all of its markers in that one commit: ``resources.delta_log``).
+The next run reads the upstream change data feed after that version; a re-run after a crash
+reads the same changes again, and the markers keep every table from taking them twice.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import dagster as dg
@@ -54,12 +56,14 @@ def read_changes(
     upstream: tuple[str, str],
     everything: bool = False,
     with_change_type: bool = False,
+    held: Mapping[str, int | None] | None = None,
 ) -> Changes:
     """The changes of ``upstream`` (layer, table) that ``silver.<table>`` has not consumed yet
     (all its rows when ``everything``), with the change feed's kind of change when
-    ``with_change_type``."""
+    ``with_change_type``. ``held``: the markers' versions the table holds, when the caller read
+    them (``LakeResource.committed_versions``)."""
     app_id = consumer_app_id(table, upstream)
-    consumed = lake.committed_version(SILVER, table, app_id)
+    consumed = lake.committed_version(SILVER, table, app_id) if held is None else held[app_id]
     since = None if everything else consumed
     rows, version = lake.changes_since(spark, *upstream, since, with_change_type)
     return Changes(rows, {app_id: version}, version != consumed or everything)

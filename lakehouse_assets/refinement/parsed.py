@@ -76,6 +76,9 @@ class ParsedTable:
     # Every row is new (its key is its record's Kafka coordinates, which one run reads once):
     # appended, with no merge to look for the key in the table.
     append: bool = False
+    # A key is its record's identity (a reading's device and time): a row, once in the table,
+    # never changes, so only new keys are inserted (an insert-only merge, no file rewritten).
+    insert_only: bool = False
     rules: TableRules | None = None
     descriptions: Mapping[str, str] | None = None
     lineage: Lineage | None = None
@@ -224,7 +227,7 @@ def _refine(
         lake.merge(
             SILVER, spec.table, rows, spec.keys, markers=changes.markers,
             update_when=spec.update_when, delete_flag="deleted" if spec.from_history else None,
-            partition_by=layout(spec.dated_by),
+            partition_by=layout(spec.dated_by), insert_only=spec.insert_only,
         )  # fmt: skip
     # The days the merge wrote (its rows' own: a key's day is its row's); None: every day.
     days = merged.days if merged is not None else None

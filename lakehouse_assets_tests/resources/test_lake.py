@@ -205,6 +205,47 @@ def test_changes_since_returns_only_later_rows(
     assert lake.holds("bronze", "t", {"app": 3, "other": 2}) is False
 
 
+def test_a_write_with_several_markers_is_one_commit_that_records_them_all(
+    tmp_path: Path, spark: SparkSession, frame: Frame
+) -> None:
+    lake = LakeResource(root=str(tmp_path))
+    schema = "id long, v long"
+    apps = ["a", "b", "c"]
+    # Markers each committed alone, as an earlier version of the project did.
+    lake.merge("silver", "t", frame(schema, id=[1], v=[1]), ["id"], markers={"a": 3})
+    lake.merge("silver", "t", frame(schema, id=[], v=[]), ["id"], markers={"b": 7})
+    assert lake.version("silver", "t") == 1
+    v2 = lake.merge("silver", "t", frame(schema, id=[2], v=[2]), ["id"],
+                    markers={"a": 4, "b": 7, "c": 0})  # fmt: skip
+    assert v2 == 2
+    assert lake.committed_versions("silver", "t", apps) == {"a": 4, "b": 7, "c": 0}
+    # Again after a crash that came after the commit: skipped.
+    lake.merge("silver", "t", frame(schema, id=[2], v=[9]), ["id"],
+               markers={"a": 4, "b": 7, "c": 0})  # fmt: skip
+    assert lake.version("silver", "t") == 2
+    # Nothing to merge, one marker newer: one commit of no rows records all three.
+    lake.merge("silver", "t", frame(schema, id=[], v=[]), ["id"],
+               markers={"a": 4, "b": 8, "c": 0})  # fmt: skip
+    assert lake.version("silver", "t") == 3
+    # Commits of others come between: maintenance, and a user's own metadata.
+    spark.sql(f"OPTIMIZE delta.`{tmp_path / 'silver' / 't'}`")
+    spark.createDataFrame([], schema).write.format("delta").mode("append").option(
+        "userMetadata", "backfilled by hand"
+    ).save(str(tmp_path / "silver" / "t"))
+    assert lake.committed_versions("silver", "t", apps) == {"a": 4, "b": 8, "c": 0}
+    assert lake.holds("silver", "t", {"a": 4, "b": 8}) and not lake.holds("silver", "t", {"c": 1})
+    appended = lake.append("silver", "t", frame(schema, id=[3], v=[3]),
+                           markers={"a": 5, "b": 8, "c": 1})  # fmt: skip
+    assert lake.committed_versions("silver", "t", apps) == {"a": 5, "b": 8, "c": 1}
+    assert [c["operation"] for c in lake.history("silver", "t", 1)] == ["WRITE"]
+    assert appended == lake.version("silver", "t")
+    assert sorted((r.id, r.v) for r in lake.read(spark, "silver", "t").collect()) == [
+        (1, 1),
+        (2, 2),
+        (3, 3),
+    ]
+
+
 def test_changes_of_a_merge_are_its_updates_and_inserts(
     tmp_path: Path, spark: SparkSession, frame: Frame
 ) -> None:

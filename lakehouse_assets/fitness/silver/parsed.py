@@ -56,7 +56,7 @@ PARSED_TABLES = (
     _parsed(USER_PROFILE, TOPIC_USER_INFO, transforms.parse_user_info, kafka_quarantine,
             transforms.latest_profiles, ("user_id",), from_history=True),
     _parsed(HEART_RATE, TOPIC_BPM, transforms.parse_bpm, kafka_quarantine,
-            transforms.heart_rate, ("device_id", "time")),
+            transforms.heart_rate, ("device_id", "time"), insert_only=True),
     _parsed(WORKOUTS, TOPIC_WORKOUT, transforms.parse_workout, kafka_quarantine,
             transforms.workouts, ("user_id", "workout_id", "session_id", "action")),
 )  # fmt: skip

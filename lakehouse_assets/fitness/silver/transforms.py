@@ -52,6 +52,11 @@ def _dob(text: Column) -> Column:
     return F.to_date(F.try_to_timestamp(text, F.lit(DOB_FORMAT)))
 
 
+def _earlier_record_first() -> list[Column]:
+    """Among records of one key, the earlier Kafka record wins (partition, then offset)."""
+    return [F.col("partition").asc(), F.col("offset").asc()]
+
+
 def _latest(rows: DataFrame, keys: Sequence[str], order: Sequence[Column]) -> DataFrame:
     """One row per ``keys``: the first in ``order``."""
     window = Window.partitionBy(*keys).orderBy(*order)
@@ -155,8 +160,10 @@ def latest_profiles(events: DataFrame) -> DataFrame:
 
 
 def heart_rate(readings: DataFrame) -> DataFrame:
-    """One row per ``(device_id, time)``; ``valid`` when the heart rate is present and positive."""
-    latest = _latest(readings, ["device_id", "time"], _later_record_first())
+    """One row per ``(device_id, time)``, of its first record (a reading is recorded once: a
+    later record of it is a re-delivery); ``valid`` when the heart rate is present and
+    positive."""
+    latest = _latest(readings, ["device_id", "time"], _earlier_record_first())
     rate = F.col("heartrate").cast("double")
     return latest.select(
         "device_id",

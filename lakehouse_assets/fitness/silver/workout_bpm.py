@@ -181,11 +181,14 @@ def workout_bpm(
     (a registration changes only what follows it)."""
     require_upstream_checks_passed(context)
     session = spark.get_session()
-    workouts = read_changes(lake, session, WORKOUT_BPM, (SILVER, COMPLETED_WORKOUTS))
-    readings = read_changes(lake, session, WORKOUT_BPM, (SILVER, HEART_RATE))
+    apps = [
+        consumer_app_id(WORKOUT_BPM, (SILVER, t)) for t in (COMPLETED_WORKOUTS, HEART_RATE, USERS)
+    ]
+    held = lake.committed_versions(SILVER, WORKOUT_BPM, apps)
+    workouts = read_changes(lake, session, WORKOUT_BPM, (SILVER, COMPLETED_WORKOUTS), held=held)
+    readings = read_changes(lake, session, WORKOUT_BPM, (SILVER, HEART_RATE), held=held)
     new_workouts, new_readings = workouts.rows, readings.rows
-    registrations_app = consumer_app_id(WORKOUT_BPM, (SILVER, USERS))
-    consumed = lake.committed_version(SILVER, WORKOUT_BPM, registrations_app)
+    registrations_app, consumed = apps[2], held[apps[2]]
     changed, users_version = lake.changed_values(
         session, SILVER, USERS, consumed, ["user_id", "device_id", "registration_timestamp"]
     )

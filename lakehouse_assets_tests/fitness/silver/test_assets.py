@@ -65,6 +65,30 @@ def test_a_run_dying_between_quarantine_and_table_commits_is_redone_exactly_once
     assert counts(lake) == (50, 2) and lake.version(SILVER, HEART_RATE) == version
 
 
+def test_a_reading_sent_again_with_another_rate_keeps_its_first_record(
+    broker: EmbeddedBroker, resources: dict[str, Any], spark: SparkSession
+) -> None:
+    lake: LakeResource = resources["lake"]
+    t = 1_700_000_000
+
+    def reading(at: int, rate: float) -> Message:
+        return Message(TOPIC_BPM, "7", json.dumps({"device_id": 7, "time": at, "heartrate": rate}))
+
+    produce(broker.bootstrap_servers, [reading(t, 80.0), reading(t + 1, 81.0), reading(t, 90.0)])
+    dg.materialize(BPM_ASSETS, resources=resources)
+    first = lake.version(SILVER, HEART_RATE)
+    # The same readings again, one with another rate, and a new one: only the new one is taken.
+    produce(
+        broker.bootstrap_servers, [reading(t, 100.0), reading(t + 1, 81.0), reading(t + 2, 82.0)]
+    )
+    dg.materialize(BPM_ASSETS, resources=resources)
+    rows = lake.read(spark, SILVER, HEART_RATE).orderBy("time").collect()
+    assert [r.heartrate for r in rows] == [80.0, 81.0, 82.0]  # at t, t + 1, t + 2
+    changes, _ = lake.changes_since(spark, SILVER, HEART_RATE, first, with_change_type=True)
+    assert [(r._change_type, r.heartrate) for r in changes.collect()] == [("insert", 82.0)]
+    assert [c["operation"] for c in lake.history(SILVER, HEART_RATE, 1)] == ["MERGE"]
+
+
 def test_a_row_the_merge_lost_fails_the_reconciliation_which_reads_the_runs_days(
     broker: EmbeddedBroker,
     resources: dict[str, Any],
