@@ -4,7 +4,7 @@ run, and in the automation through ``all_deps_blocking_checks_passed``)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import dagster as dg
@@ -80,6 +80,7 @@ def check_results(
     rules: TableRules | None,
     written: PartitionFilters | None = None,
     batch: DataFrame | None = None,
+    batch_offending: Mapping[str, int] | None = None,
 ) -> list[dg.AssetCheckResult]:
     """The checks of ``<layer>.<table>`` evaluated on its current snapshot; none when it has no
     ``rules``.
@@ -88,14 +89,17 @@ def check_results(
     counted on it, and when none fails on it none fails on the table: the table is read only to
     count and show a failure. With ``written`` (the day partitions a run wrote: ``checked_days``)
     and rules whose key fixes the day, only those partitions are read, so a check's cost follows
-    the run's data."""
+    the run's data. ``batch_offending``: the rules' counts on ``batch``, when the caller counted
+    them with its own query (``checks.transforms.offending_counts``)."""
     if rules is None or not rules.check_names():
         return []
     key = asset_key(layer, table)
     if not lake.exists(layer, table):  # nothing written yet: nothing can break a rule
         return [dg.AssetCheckResult(asset_key=key, check_name=n, passed=True)
                 for n in rules.check_names()]  # fmt: skip
-    if batch is not None and not any(count_offending(batch, rules).values()):
+    if batch is not None and batch_offending is None:
+        batch_offending = count_offending(batch, rules)
+    if batch is not None and not any((batch_offending or {}).values()):
         scope = {"evaluated_on": "the rows this run wrote"}
         return [_result(key, Outcome(name, 0, []), scope) for name in rules.check_names()]
     partitions = written if rules.key_fixes_day else None

@@ -57,19 +57,25 @@ def unique_rules(rules: TableRules) -> dict[str, tuple[tuple[str, ...], Column]]
     return unique
 
 
-def count_offending(rows: DataFrame, rules: TableRules) -> dict[str, int]:
-    """Rows breaking each rule, in one aggregation over ``rows`` (uniqueness: the rows beyond
-    the first of each repeated value)."""
-    counts = [
-        F.sum(F.when(offends, 1).otherwise(0)).alias(name)
+def offending_counts(rules: TableRules) -> dict[str, Column]:
+    """Check name -> the aggregation counting the rows that break it (uniqueness: the rows
+    beyond the first of each repeated value)."""
+    counts = {
+        name: F.sum(F.when(offends, 1).otherwise(0))
         for name, offends in offending_conditions(rules).items()
-    ]
+    }
     for name, (columns, considered) in unique_rules(rules).items():
         key = F.when(considered, F.struct(*columns))
-        counts.append((F.count(key) - F.count_distinct(key)).alias(name))
+        counts[name] = F.count(key) - F.count_distinct(key)
+    return counts
+
+
+def count_offending(rows: DataFrame, rules: TableRules) -> dict[str, int]:
+    """Rows breaking each rule, in one aggregation over ``rows``."""
+    counts = offending_counts(rules)
     if not counts:
         return {}
-    result = rows.agg(*counts).first()
+    result = rows.agg(*[count.alias(name) for name, count in counts.items()]).first()
     assert result is not None  # a global aggregation has one row
     return {name: int(result[name] or 0) for name in rules.check_names()}
 

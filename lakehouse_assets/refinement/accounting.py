@@ -4,11 +4,14 @@ metrics Delta recorded in its commits: ``reconciled_with_bronze`` passes on thes
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import functools
+from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from lakehouse_assets.checks.rules import TableRules
+from lakehouse_assets.checks.transforms import offending_counts
 from lakehouse_assets.constants import DATE, SILVER
 from lakehouse_assets.validation import REASON
 from resources import LakeResource
@@ -17,13 +20,15 @@ from resources import LakeResource
 @dataclass(frozen=True)
 class MergedBatch:
     """What a run merged: its rows' days (None for a table not laid out by days), how many rows,
-    how many of them deletes (``from_history``), and the table's version before the run's writes
-    (None: the merge created it)."""
+    how many of them deletes (``from_history``), the table's version before the run's writes
+    (None: the merge created it), and how many of its live rows (not deletes) break each of the
+    table's rules (``offending``)."""
 
     days: list[str] | None
     rows: int
     deletes: int
     table_before: int | None
+    offending: dict[str, int] = field(default_factory=dict)
 
     @property
     def expected_written(self) -> int:
@@ -32,42 +37,57 @@ class MergedBatch:
         return self.rows if self.table_before is not None else self.rows - self.deletes
 
 
+BRANCH = "_branch"  # which aggregation of ``batch_counts`` a row of its result is
+
+
 def batch_counts(
     parsed: DataFrame,
     rows: DataFrame | None,
     by_day: bool,
     from_history: bool,
     table_before: int | None,
+    rules: TableRules | None = None,
 ) -> tuple[int, int, MergedBatch | None]:
     """The records of ``parsed`` (a run's bronze records, read) and those rejected (with a
-    ``reason``), and what ``rows`` (the run's rows to merge, with a ``deleted`` flag when
-    ``from_history``; None when it merges none) hold: one query for both. ``by_day``: whether
-    the table is laid out by days (its rows' days are told); ``table_before``: the table's
-    version before the run."""
-    records = parsed.agg(F.count(F.lit(1)).alias("rows"), F.count(REASON).alias("rejected")).select(
-        F.lit(True).alias("_parsed"), "*"
-    )
+    ``reason``), what ``rows`` (the run's rows to merge, with a ``deleted`` flag when
+    ``from_history``; None when it merges none) hold, and how many of their live rows break
+    each of ``rules``: one query for all. ``by_day``: whether the table is laid out by days
+    (its rows' days are told); ``table_before``: the table's version before the run."""
+    records = parsed.agg(F.count(F.lit(1)).alias("rows"), F.count(REASON).alias("rejected"))
+    branches = [records.select(F.lit("parsed").alias(BRANCH), "*")]
+    counts = offending_counts(rules) if rules is not None else {}
     if rows is not None:
         deleted = F.col("deleted") if from_history else F.lit(False)
         merged = rows.groupBy(*([DATE] if by_day else [])).agg(
             F.count(F.lit(1)).alias("rows"), F.count_if(deleted).alias("deletes")
         )
-        records = records.unionByName(
-            merged.select(F.lit(False).alias("_parsed"), "*"), allowMissingColumns=True
-        )
-    summary = records.collect()
-    (counted,) = [r for r in summary if r["_parsed"]]
+        branches.append(merged.select(F.lit("merged").alias(BRANCH), "*"))
+        if counts:
+            live = rows.where(~deleted).agg(
+                *[count.alias(f"{OFFENDING}{name}") for name, count in counts.items()]
+            )
+            branches.append(live.select(F.lit("offending").alias(BRANCH), "*"))
+    union = functools.reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), branches)
+    summary = union.collect()
+    (counted,) = [r for r in summary if r[BRANCH] == "parsed"]
     if rows is None:
         return counted["rows"], counted["rejected"], None
-    groups = [r for r in summary if not r["_parsed"]]
+    groups = [r for r in summary if r[BRANCH] == "merged"]
+    offending = [r for r in summary if r[BRANCH] == "offending"]
     days = sorted(r[DATE].isoformat() for r in groups if r[DATE]) if by_day else None
     batch = MergedBatch(
         days=days,
         rows=sum(r["rows"] for r in groups),
         deletes=sum(r["deletes"] for r in groups),
         table_before=table_before,
+        offending={n: int(offending[0][f"{OFFENDING}{n}"] or 0) for n in counts}
+        if offending
+        else {},
     )
     return counted["rows"], counted["rejected"], batch
+
+
+OFFENDING = "_offending_"  # the prefix of a rule's count in ``batch_counts``'s query
 
 
 def accounted_by_the_writes(

@@ -204,8 +204,9 @@ def _refine(
         # Computed before the merge: it may read the rows the merge replaces.
         rows = _rows_to_merge(lake, spark, spec, parsed).localCheckpoint()
     read, rejected, merged = batch_counts(
-        parsed, rows, bool(spec.dated_by), spec.from_history, lake.version(SILVER, spec.table)
-    )
+        parsed, rows, bool(spec.dated_by), spec.from_history, lake.version(SILVER, spec.table),
+        spec.rules,
+    )  # fmt: skip
     quarantine_before = lake.version(SILVER, spec.quarantine_table)
     quarantined = write_quarantine(
         lake,
@@ -260,7 +261,16 @@ def _refine(
             "upstream_version": dg.MetadataValue.text(str(changes.upstream_version)),
         },
         checks=[
-            *check_results(lake, spark, SILVER, spec.table, spec.rules, written, batch),
+            *check_results(
+                lake,
+                spark,
+                SILVER,
+                spec.table,
+                spec.rules,
+                written,
+                batch,
+                merged.offending if merged is not None else None,
+            ),
             reconciliation_result(table_key, reconciled),
         ],
         quarantine_metadata={

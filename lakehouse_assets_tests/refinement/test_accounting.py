@@ -7,6 +7,7 @@ from datetime import date
 
 from pyspark.sql import SparkSession
 
+from lakehouse_assets.checks.rules import PRIMARY_KEY_NOT_NULL, PRIMARY_KEY_UNIQUE, TableRules
 from lakehouse_assets.refinement.accounting import MergedBatch, batch_counts
 
 
@@ -49,3 +50,28 @@ def test_a_batch_that_merges_nothing_is_still_counted(spark: SparkSession) -> No
     )  # fmt: skip
     nothing = parsed.limit(0)
     assert batch_counts(nothing, None, True, False, None) == (0, 0, None)
+
+
+def test_the_rules_are_counted_on_the_live_rows_in_the_same_query(spark: SparkSession) -> None:
+    parsed = spark.createDataFrame([(1, None)], "id int, reason string")
+    rows = spark.createDataFrame(
+        [
+            (1, "start", False),
+            (1, "stop", False),  # key 1 again: one row beyond the first
+            (None, "start", False),  # a null key
+            (2, "jump", False),  # not an accepted action
+            (2, "jump", True),  # a delete: not a row of the table, not counted
+            (3, None, False),  # null is accepted
+        ],
+        "id int, action string, deleted boolean",
+    )
+    rules = TableRules(keys=("id",), accepted={"action": ("start", "stop")})
+    _, _, batch = batch_counts(parsed, rows, False, True, 1, rules)
+    assert batch is not None and (batch.rows, batch.deletes) == (6, 1)
+    assert batch.offending == {
+        PRIMARY_KEY_UNIQUE: 1,
+        PRIMARY_KEY_NOT_NULL: 1,
+        "accepted_action": 1,
+    }
+    _, _, clean = batch_counts(parsed, rows.where("id = 3"), False, True, 1, rules)
+    assert clean is not None and clean.offending == dict.fromkeys(rules.check_names(), 0)
