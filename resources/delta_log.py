@@ -73,6 +73,35 @@ def rows_written(delta: DeltaTable, after_version: int | None) -> int | None:
     return None
 
 
+# The operation metrics counting the rows a commit changed, as its change data feed shows them.
+CHANGED_ROWS = {
+    "WRITE": ("numOutputRows",),
+    "STREAMING UPDATE": ("numOutputRows",),
+    "MERGE": ("numTargetRowsInserted", "numTargetRowsUpdated", "numTargetRowsDeleted"),
+    "DELETE": ("numDeletedRows",),
+    "UPDATE": ("numUpdatedRows",),
+}
+
+
+def rows_changed(delta: DeltaTable, after_version: int | None) -> int:
+    """About how many rows a read of the change feed after ``after_version`` reads: the rows
+    the later commits changed, by their operation metrics (the snapshot's rows when None), from
+    the log. Commits without metrics count none."""
+    if after_version is None:
+        return row_count(delta)
+    newest = delta.version()
+    if newest <= after_version:
+        return 0
+    changed = 0
+    for commit in delta.history(newest - after_version):
+        if commit.get("version", newest) <= after_version:
+            continue
+        metrics = commit.get("operationMetrics") or {}
+        for name in CHANGED_ROWS.get(str(commit.get("operation")), ()):
+            changed += int(metrics.get(name, 0))
+    return changed
+
+
 MARKERS_APP = "lakehouse.markers"
 """The app id of the commits that record several markers. Delta takes one marker per commit
 (``txnAppId``), so such a commit carries this one, a count of those commits, and every marker

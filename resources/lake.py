@@ -200,6 +200,12 @@ class LakeResource(dg.ConfigurableResource):
         uri = self.table_uri(layer, table)
         return delta.changes(spark, uri, after_version, version, with_change_type), version
 
+    def rows_changed(self, layer: str, table: str, after_version: int | None) -> int:
+        """About how many rows the table's change feed holds after ``after_version`` (all its
+        rows when None), from the log (``delta_log.rows_changed``); 0 before it exists."""
+        snapshot = self.find(layer, table)
+        return delta_log.rows_changed(snapshot, after_version) if snapshot else 0
+
     def changed_values(
         self,
         spark: SparkSession,

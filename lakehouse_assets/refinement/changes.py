@@ -20,6 +20,7 @@ from pyspark.sql import DataFrame, SparkSession
 from lakehouse_assets.constants import SILVER, consumer_app_id
 from resources import LakeResource
 from resources.lake import Markers
+from resources.spark import fit_code_generation
 
 SILVER_KINDS = {"spark", "delta"}
 
@@ -42,6 +43,7 @@ class Changes:
     rows: DataFrame
     markers: Markers
     fresh: bool
+    size: int = 0  # about how many rows ``rows`` reads, from the log (``fit_code_generation``)
 
     @property
     def upstream_version(self) -> int:
@@ -61,9 +63,14 @@ def read_changes(
     """The changes of ``upstream`` (layer, table) that ``silver.<table>`` has not consumed yet
     (all its rows when ``everything``), with the change feed's kind of change when
     ``with_change_type``. ``held``: the markers' versions the table holds, when the caller read
-    them (``LakeResource.committed_versions``)."""
+    them (``LakeResource.committed_versions``). The session's code generation fits their size
+    (``resources.spark.fit_code_generation``; a step reading several upstream tables fits it
+    to their sum after)."""
     app_id = consumer_app_id(table, upstream)
     consumed = lake.committed_version(SILVER, table, app_id) if held is None else held[app_id]
     since = None if everything else consumed
     rows, version = lake.changes_since(spark, *upstream, since, with_change_type)
-    return Changes(rows, {app_id: version}, version != consumed or everything)
+    fresh = version != consumed or everything
+    size = lake.rows_changed(*upstream, since) if fresh else 0
+    fit_code_generation(spark, size)
+    return Changes(rows, {app_id: version}, fresh, size)

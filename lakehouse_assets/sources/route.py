@@ -116,8 +116,10 @@ def route(
     read = notices.notices(changes, routing, source.order_by).localCheckpoint(eager=True)
     valid = read.where(F.col(REASON).isNull())
     kept = notices.allowed(valid, routing)
-    done.read, invalid = read.count(), read.where(F.col(REASON).isNotNull()).count()
-    done.filtered = done.read - invalid - kept.count()
+    totals = read.agg(F.count(F.lit(1)).alias("read"), F.count(REASON).alias("invalid"))
+    counts = totals.crossJoin(kept.agg(F.count(F.lit(1)).alias("kept"))).first()  # one query
+    assert counts is not None  # aggregations without grouping have one row each
+    done.read, done.filtered = counts["read"], counts["read"] - counts["invalid"] - counts["kept"]
     planned = notices.plan(notices.newest(kept), _index(lake, spark, source)).localCheckpoint()
     fetched = _fetch(planned.where(~F.col(notices.DELETED)), routing, store_url)
     found = fetched.where(F.col(documents.DOCUMENT).isNotNull())

@@ -19,7 +19,6 @@ from lakehouse_assets.sources.schema import Schema
 from lakehouse_assets.validation import REASON
 from resources import LakeResource
 from resources.delta_log import Markers, spark_schema
-from resources.spark import cached
 
 
 def deletes_table(source: SourceDeclaration) -> str:
@@ -63,9 +62,16 @@ def replace(
         no_deletes = cdc.new_deletes(rows, keys).limit(0)
         table = cdc.scd2(rows, _no_versions(rows), no_deletes, keys, validity, fill)
     partition_by = [column for column, _ in source.partition_columns]
-    with cached(table.drop(DELETED)) as written:
-        lake.replace(SILVER, source.name, written, markers, partition_by)
-        return written.count()
+    before = lake.version(SILVER, source.name)
+    lake.replace(SILVER, source.name, table.drop(DELETED), markers, partition_by)
+    return _taken(lake, source, before)
+
+
+def _taken(lake: LakeResource, source: SourceDeclaration, before: int | None) -> int:
+    """The rows the write after version ``before`` of ``silver.<source>`` took, by its commit's
+    operation metrics (a merge's source rows, deletes included; the rows an append or a replace
+    wrote), with no query; none when no write followed."""
+    return lake.rows_written(SILVER, source.name, before) or 0
 
 
 def keep(
@@ -78,20 +84,20 @@ def keep(
     fill: Sequence[str] = (),
 ) -> tuple[int, DataFrame | None]:
     """Write the batch's valid ``rows`` to ``silver.<source>`` as its mode says; returns the
-    rows written (appended, or merged) and, for a merge, the rows it took but its deletes
+    rows its commit took (``_taken``) and, for a merge, the rows it took but its deletes
     (checkpointed): merged by the key of the mode's rules, they stand for the table in its
     checks (``checks.results.written_rows``). ``validity``: ``cdc-scd2``'s ``valid_from`` type;
     ``fill``: the columns holding Debezium's placeholder in some of ``rows`` (``cdc.fill``)."""
     partition_by = [column for column, _ in source.partition_columns]
     merge = {"markers": markers, "partition_by": partition_by, "within_partitions": False}
+    before = lake.version(SILVER, source.name)
     if source.mode == "append":
-        with cached(rows.drop(DELETED)) as kept:
-            lake.append(SILVER, source.name, kept, partition_by, markers=markers)
-            return kept.count(), None
+        lake.append(SILVER, source.name, rows.drop(DELETED), partition_by, markers=markers)
+        return _taken(lake, source, before), None
     if source.mode == "latest-per-key":
         newest = transforms.newest_per_key(rows, ["_kafka_key"]).localCheckpoint()
         lake.merge(SILVER, source.name, newest, ["_kafka_key"], delete_flag=DELETED, **merge)
-        return newest.count(), newest.where(~F.col(DELETED))
+        return _taken(lake, source, before), newest.where(~F.col(DELETED))
     keys = list(source.keys)
     changed = rows.select(*keys).distinct()
     deletes = _stored(lake, spark, deletes_table(source), changed, cdc.new_deletes(rows, keys))
@@ -103,13 +109,13 @@ def keep(
         lake.merge(
             SILVER, source.name, newest, keys, update_when=cdc.newer, delete_flag=DELETED, **merge
         )
-        return newest.count(), newest.where(~F.col(DELETED))
+        return _taken(lake, source, before), newest.where(~F.col(DELETED))
     versions = _stored(lake, spark, source.name, changed, _no_versions(rows))
     # Computed before the merge: it reads the rows the merge replaces. Every version of each
     # key it holds: one current version per key among them is one in the table.
     history = cdc.scd2(rows, versions, deletes, keys, validity, fill).localCheckpoint()
     lake.merge(SILVER, source.name, history, [*keys, cdc.VALID_FROM], **merge)
-    return history.count(), history
+    return _taken(lake, source, before), history
 
 
 def record_deletes(

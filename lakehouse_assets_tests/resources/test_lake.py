@@ -246,6 +246,23 @@ def test_a_write_with_several_markers_is_one_commit_that_records_them_all(
     ]
 
 
+def test_the_rows_a_change_feed_holds_are_told_from_the_log(
+    tmp_path: Path, spark: SparkSession, frame: Frame
+) -> None:
+    lake = LakeResource(root=str(tmp_path))
+    assert lake.rows_changed("silver", "t", None) == 0  # no table yet
+    schema = "id long, v long"
+    v0 = lake.append("silver", "t", frame(schema, id=[1, 2, 3], v=[1, 1, 1]))
+    # One update (2), one insert (4), one row the same (3): 2 changed rows.
+    v1 = lake.merge("silver", "t", frame(schema, id=[2, 3, 4], v=[2, 1, 1]), ["id"])
+    spark.sql(f"OPTIMIZE delta.`{tmp_path / 'silver' / 't'}`")  # changes no row
+    assert lake.rows_changed("silver", "t", None) == 4  # every row
+    assert lake.rows_changed("silver", "t", v0) == 2
+    assert lake.rows_changed("silver", "t", v1) == 0
+    lake.append("silver", "t", frame(schema, id=[5], v=[1]))
+    assert lake.rows_changed("silver", "t", v0) == 3
+
+
 def test_changes_of_a_merge_are_its_updates_and_inserts(
     tmp_path: Path, spark: SparkSession, frame: Frame
 ) -> None:

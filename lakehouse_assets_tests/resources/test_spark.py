@@ -24,7 +24,15 @@ from lakehouse_assets.devtools.spark_server import SparkConnectServer
 from lakehouse_assets.executor import materialize
 from resources import SparkResource
 from resources.kafka import KAFKA_FORMAT
-from resources.spark import CONNECT_WAIT_S, SparkConnectUnreachable, cached, check_reachable
+from resources.spark import (
+    CONNECT_WAIT_S,
+    INTERPRETED,
+    SMALL_BATCH_ROWS,
+    SparkConnectUnreachable,
+    cached,
+    check_reachable,
+    fit_code_generation,
+)
 from resources.spark_jvm import DEFAULT_ARCHIVE, quick_start_options, without_connect
 
 
@@ -113,6 +121,53 @@ def test_a_run_releases_the_sessions_its_steps_made_at_its_end(
     assert len({id(session) for session in sessions}) == 2
     # the one other than the process's default is released; the default stays
     assert sorted(session.is_stopped for session in sessions) == [False, True]
+
+
+def test_a_small_batch_is_interpreted_and_the_next_step_gets_the_settings_back(
+    spark_remote: str | None,
+) -> None:
+    resource = SparkResource(remote=spark_remote)
+    generated = {
+        "spark.sql.codegen.wholeStage": "true",
+        "spark.sql.codegen.factoryMode": "FALLBACK",
+    }
+    seen: list[dict[str, str | None]] = []
+
+    def settings(session: SparkSession) -> dict[str, str | None]:
+        return {key: session.conf.get(key, None) for key in INTERPRETED}
+
+    def step(rows: int) -> None:
+        session = resource.get_session()
+        seen.append(settings(session))  # as the step finds it
+        fit_code_generation(session, rows)
+        seen.append(settings(session))
+
+    def run_step(rows: int) -> None:
+        thread = threading.Thread(target=step, args=(rows,))
+        thread.start()
+        thread.join()
+
+    first = resource.get_session()
+    before = settings(first)
+    try:
+        for key, value in generated.items():  # what a server with Spark's defaults has
+            first.conf.set(key, value)
+        resource.release_thread_session()  # the main thread's step ends: the first is free
+        run_step(SMALL_BATCH_ROWS - 1)
+        run_step(SMALL_BATCH_ROWS)  # gets the first session back, as a server made it
+        assert seen == [generated, INTERPRETED, generated, generated]
+        session = resource.get_session()
+        fit_code_generation(session, 10)
+        fit_code_generation(session, 10)  # fitted once
+        assert settings(session) == INTERPRETED
+        fit_code_generation(session, 10**7)
+        assert settings(session) == generated
+    finally:
+        for key, value in before.items():
+            if value is None:
+                first.conf.unset(key)
+            else:
+                first.conf.set(key, value)
 
 
 def test_sparks_kafka_source_is_on_the_session(spark: SparkSession) -> None:

@@ -40,7 +40,7 @@ from lakehouse_assets.partitions import daily_partitions
 from lakehouse_assets.profiling.store import profile_after_write
 from lakehouse_assets.table_metadata import code_references, table_metadata
 from resources import LakeResource, SparkResource
-from resources.spark import cached
+from resources.spark import cached, fit_code_generation
 
 GOLD_KINDS = {"spark", "delta"}
 # A single-run backfill policy is how Dagster runs a range of days as one run; the parameter is
@@ -63,6 +63,16 @@ def _silver_days(
     """The rows of ``silver.<table>`` dated ``first..last``, read from those partitions only."""
     days = [(DATE, ">=", first.isoformat()), (DATE, "<=", last.isoformat())]
     return lake.read(spark, SILVER, table, partitions=days)
+
+
+def _fit_to_days(
+    lake: LakeResource, spark: SparkSession, table: str, first: date, last: date
+) -> None:
+    """Fit the session's code generation to the rows of ``silver.<table>`` dated
+    ``first..last`` (from the log), the bulk of what the step reads."""
+    per_day = lake.partition_row_counts(SILVER, table, DATE)
+    rows = sum(n for day, n in per_day.items() if first.isoformat() <= day <= last.isoformat())
+    fit_code_generation(spark, rows)
 
 
 def _replace_days(
@@ -139,6 +149,7 @@ def workout_bpm_summary(
     require_upstream_checks_passed(context)
     session = spark.get_session()
     first, last = _days(context)
+    _fit_to_days(lake, session, WORKOUT_BPM, first, last)
     readings = _silver_days(lake, session, WORKOUT_BPM, first, last)
     bins = lake.read(session, SILVER, USER_BINS)
     rows = transforms.workout_bpm_summary(readings, bins)
@@ -156,6 +167,7 @@ def gym_summary(
     require_upstream_checks_passed(context)
     session = spark.get_session()
     first, last = _days(context)
+    _fit_to_days(lake, session, GYM_LOGS, first, last)
     with cached(_silver_days(lake, session, GYM_LOGS, first, last)) as visits:
         # Workouts count on the day of the visit they start in, which may end on a later day.
         last_logout = visits.select(F.max(F.to_date("logout"))).first()

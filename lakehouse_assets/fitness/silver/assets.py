@@ -34,6 +34,7 @@ from lakehouse_assets.refinement.layout import dated, days_of, layout, read_days
 from lakehouse_assets.refinement.parsed import parsed_table_asset
 from lakehouse_assets.table_metadata import code_references
 from resources import CalendarResource, LakeResource, SparkResource
+from resources.spark import fit_code_generation
 
 
 @dg.asset(
@@ -118,6 +119,7 @@ def user_bins(
     markers = {app_id: lake.version(SILVER, USER_PROFILE) or 0}
     key, batch = asset_key(SILVER, USER_BINS), None
     if config.full_refresh or not lake.holds(SILVER, USER_BINS, markers):
+        fit_code_generation(session, lake.row_count(SILVER, USER_PROFILE))
         profiles = lake.read(session, SILVER, USER_PROFILE)
         rows = transforms.user_bins(profiles, F.lit(as_of)).localCheckpoint()
         lake.replace(SILVER, USER_BINS, rows, markers)

@@ -48,6 +48,7 @@ from lakehouse_assets.refinement.layout import (
 )
 from lakehouse_assets.table_metadata import code_references
 from resources import LakeResource, SparkResource
+from resources.spark import fit_code_generation
 
 WORKOUT_BPM_UPSTREAM = [asset_key(SILVER, t) for t in (COMPLETED_WORKOUTS, HEART_RATE, USERS)]
 DAY_OF = DATED_BY[WORKOUT_BPM]  # the column a row's day (its partition) is the date of
@@ -188,6 +189,7 @@ def workout_bpm(
     workouts = read_changes(lake, session, WORKOUT_BPM, (SILVER, COMPLETED_WORKOUTS), held=held)
     readings = read_changes(lake, session, WORKOUT_BPM, (SILVER, HEART_RATE), held=held)
     new_workouts, new_readings = workouts.rows, readings.rows
+    fit_code_generation(session, workouts.size + readings.size)
     registrations_app, consumed = apps[2], held[apps[2]]
     changed, users_version = lake.changed_values(
         session, SILVER, USERS, consumed, ["user_id", "device_id", "registration_timestamp"]
