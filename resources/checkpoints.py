@@ -135,6 +135,20 @@ def files_read(checkpoint: str) -> set[str]:
     return names
 
 
+def unread_bytes(checkpoint: str, folder: str) -> int:
+    """The bytes of the complete files in a landing folder that a file stream has not read."""
+    read = files_read(checkpoint)
+    filesystem, root = _filesystem(folder)
+    selector = fs.FileSelector(root, allow_not_found=True)
+    return sum(
+        info.size or 0
+        for info in filesystem.get_file_info(selector)
+        if info.type == fs.FileType.File
+        and not info.base_name.startswith((".", "_"))
+        and info.base_name not in read
+    )
+
+
 def landed_files(folder: str) -> set[str]:
     """The names of the complete files in a landing folder (not those starting ``.`` or ``_``)."""
     return set(landed_times(folder))

@@ -25,6 +25,7 @@ from lakehouse_assets.constants import (
 from lakehouse_assets.migrations import Upgrade, require_current
 from lakehouse_assets.table_metadata import code_references, table_metadata
 from resources import KafkaResource, LakeResource, SparkResource, files
+from resources.spark import SMALL_BATCH_ROWS, fit_code_generation
 from resources.streaming import StreamRun, run_available_now
 
 
@@ -37,6 +38,7 @@ def run_bronze_stream(
     partition_by: Sequence[str] = (),
     caught_up: Callable[[StreamPosition], bool] = lambda position: False,
     upgrade: Upgrade | None = None,
+    pending: Callable[[StreamPosition], int] = lambda position: SMALL_BATCH_ROWS,
 ) -> tuple[StreamRun, dict[str, Any]]:
     """Run ``source`` (bronze rows) into ``bronze.<table>`` until caught up; returns the run
     and its metadata (``descriptions``: what each column holds; ``upgrade``: the table's, if an
@@ -44,8 +46,9 @@ def run_bronze_stream(
 
     When ``caught_up(position)`` says the checkpoint already holds everything the source has,
     the stream is not started: a run that finds nothing new (as sensor runs often do) costs no
-    streaming query. The table is created (empty) even when the source has no data yet, so
-    downstream can read it.
+    streaming query. ``pending(position)``, about how many records the run will read, fits its
+    code generation (``resources.spark.fit_code_generation``). The table is created (empty)
+    even when the source has no data yet, so downstream can read it.
 
     Raises:
         OutdatedTableError: the table is in an earlier version's layout (``lakehouse migrate``).
@@ -59,6 +62,7 @@ def run_bronze_stream(
         context.log.info(f"{stream}: nothing new since its last batch; the stream was not started")
         return StreamRun(), _stream_metadata(lake, table, descriptions, StreamRun())
     stream_df = source()
+    fit_code_generation(stream_df.sparkSession, pending(position))  # read when the query starts
     run = run_available_now(stream_df, uri, position.checkpoint, stream, partition_by)
     if not exists and not lake.exists(BRONZE, table):
         empty = stream_df.sparkSession.createDataFrame([], stream_df.schema)
@@ -134,6 +138,7 @@ def kafka_bronze_asset(
             [KAFKA_BRONZE_PARTITION],
             caught_up=lambda position: position.kafka_caught_up(log_ends),
             upgrade=upgrade,
+            pending=lambda position: position.kafka_pending(log_ends),
         )
         position.publish(kafka, run.end_offsets)
         return dg.MaterializeResult(
@@ -185,6 +190,7 @@ def landing_bronze_asset(
             LANDING_LINE,
             caught_up=lambda position: position.landing_caught_up(lake.path(*folder)),
             upgrade=upgrade,
+            pending=lambda position: position.landing_pending(lake.path(*folder)),
         )
         return dg.MaterializeResult(metadata=metadata)
 

@@ -33,6 +33,7 @@ from resources.kafka_client import (
 )
 
 EARLIEST = -2  # in Spark's startingOffsets JSON: the partition's log start
+BYTES_PER_LINE = 16  # what a landing file's line is taken to hold, at least, when counting lines
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,16 @@ class StreamPosition:
     def kafka_caught_up(self, log_ends: Mapping[TopicPartitionKey, int]) -> bool:
         """Whether the checkpoint holds every record up to the logs' ends, no batch pending."""
         return checkpoints.kafka_caught_up(self.checkpoint, log_ends)
+
+    def kafka_pending(self, log_ends: Mapping[TopicPartitionKey, int]) -> int:
+        """About how many records the logs hold past the checkpoint's committed offsets."""
+        committed = self.offsets()
+        return sum(max(end - committed.get(tp, 0), 0) for tp, end in log_ends.items())
+
+    def landing_pending(self, folder: str) -> int:
+        """About how many lines the files of ``folder`` not read yet hold: their bytes over
+        ``BYTES_PER_LINE`` (short lines, so that a large folder is not taken for a small one)."""
+        return checkpoints.unread_bytes(self.checkpoint, folder) // BYTES_PER_LINE
 
     def landing_caught_up(self, folder: str) -> bool:
         """Whether the checkpoint has read every file of ``folder``, no batch pending."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from resources.checkpoints import kafka_caught_up, landing_caught_up, query_id
+from resources.checkpoints import kafka_caught_up, landing_caught_up, query_id, unread_bytes
 
 
 def plan(checkpoint: Path, batch: int, offsets: dict[str, dict[str, int]]) -> None:
@@ -53,6 +53,7 @@ def test_a_file_stream_is_caught_up_when_it_has_read_every_complete_file(tmp_pat
     assert landing_caught_up(str(checkpoint), str(landing))
     (landing / "c.csv").write_text("x\n2\n")
     assert not landing_caught_up(str(checkpoint), str(landing))
+    assert unread_bytes(str(checkpoint), str(landing)) == 4  # c.csv; neither a nor .b
 
 
 def test_the_query_id_is_read_from_the_checkpoints_metadata(tmp_path: Path) -> None:
