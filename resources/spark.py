@@ -27,6 +27,7 @@ from pydantic import Field, PrivateAttr
 from pyspark.sql import DataFrame, SparkSession
 
 from resources import metastore as metastores
+from resources.codegen import forget, restore_code_generation
 from resources.settings import metastore as configured_metastore
 from resources.settings import parse_spark_conf
 from resources.spark_jvm import DEFAULT_ARCHIVE, jvm_settings, quick_start_options
@@ -47,19 +48,6 @@ LOCAL_DEFAULTS: dict[str, str] = {
     "spark.ui.showConsoleProgress": "false",
 }
 CONNECT_TIMEOUT_S = 10.0
-# Interpreted execution: no code generated per query (``factoryMode`` is an internal setting of
-# Spark's). On a small batch, generating and compiling each query's code costs more than it
-# saves: the sample graph on a warm server takes 0.80-0.86x the time and CPU without it. On a
-# large one it pays: bronze ingesting 10M records takes 1.6-2.4x the time without it
-# (docs/benchmarks.md). So the server keeps Spark's default and a step with a small batch turns
-# it off in its own session (``fit_code_generation``).
-INTERPRETED: dict[str, str] = {
-    "spark.sql.codegen.wholeStage": "false",
-    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
-}
-SMALL_BATCH_ROWS = 100_000
-# Sessions that ``fit_code_generation`` interprets, by id: their settings before it.
-_BEFORE_INTERPRETED: dict[int, dict[str, str | None]] = {}
 # How long a run waits for a Connect server that refuses connections: one restarting (killed, or
 # moved) is back within it, and a run retried at once after the server died does not fail again.
 CONNECT_WAIT_S = 120.0
@@ -176,7 +164,7 @@ class SparkResource(LazyPySparkResource):
     def _leave(self, session: SparkSession) -> None:
         """Keep ``session``, whose thread has ended, for the next thread, or release it."""
         if self.remote and session is not self._spark_session:
-            _BEFORE_INTERPRETED.pop(id(session), None)
+            forget(session)
             session.stop()
         else:
             self._free.append(session)
@@ -254,33 +242,6 @@ class SparkResource(LazyPySparkResource):
         if session is not existing:
             session.sparkContext.setLogLevel(self.log_level)
         return session
-
-
-def fit_code_generation(spark: SparkSession, rows: int) -> None:
-    """Let Spark interpret the session's queries while its step's batch is small (fewer than
-    ``SMALL_BATCH_ROWS`` rows to read; ``INTERPRETED``), else generate code as the application
-    does. A session handed to another step gets its settings back (``restore_code_generation``).
-    """
-    if rows >= SMALL_BATCH_ROWS:
-        restore_code_generation(spark)
-        return
-    if id(spark) in _BEFORE_INTERPRETED:
-        return
-    before = {key: spark.conf.get(key, None) for key in INTERPRETED}
-    _BEFORE_INTERPRETED[id(spark)] = before
-    for key, value in INTERPRETED.items():
-        if before[key] != value:
-            spark.conf.set(key, value)
-
-
-def restore_code_generation(spark: SparkSession) -> None:
-    """Undo ``fit_code_generation``'s settings in the session, if it made any."""
-    before = _BEFORE_INTERPRETED.pop(id(spark), None)
-    for key, value in (before or {}).items():
-        if value is None:
-            spark.conf.unset(key)
-        elif value != INTERPRETED[key]:
-            spark.conf.set(key, value)
 
 
 @contextlib.contextmanager

@@ -25,7 +25,7 @@ from lakehouse_assets.constants import (
 from lakehouse_assets.migrations import Upgrade, require_current
 from lakehouse_assets.table_metadata import code_references, table_metadata
 from resources import KafkaResource, LakeResource, SparkResource, files
-from resources.spark import SMALL_BATCH_ROWS, fit_code_generation
+from resources.codegen import SMALL_BATCH_ROWS, fit_code_generation
 from resources.streaming import StreamRun, run_available_now
 
 
@@ -47,7 +47,7 @@ def run_bronze_stream(
     When ``caught_up(position)`` says the checkpoint already holds everything the source has,
     the stream is not started: a run that finds nothing new (as sensor runs often do) costs no
     streaming query. ``pending(position)``, about how many records the run will read, fits its
-    code generation (``resources.spark.fit_code_generation``). The table is created (empty)
+    code generation (``resources.codegen.fit_code_generation``). The table is created (empty)
     even when the source has no data yet, so downstream can read it.
 
     Raises:

@@ -19,8 +19,8 @@ from pyspark.sql import DataFrame, SparkSession
 
 from lakehouse_assets.constants import SILVER, consumer_app_id
 from resources import LakeResource
+from resources.codegen import fit_code_generation
 from resources.lake import Markers
-from resources.spark import fit_code_generation
 
 SILVER_KINDS = {"spark", "delta"}
 
@@ -64,7 +64,7 @@ def read_changes(
     (all its rows when ``everything``), with the change feed's kind of change when
     ``with_change_type``. ``held``: the markers' versions the table holds, when the caller read
     them (``LakeResource.committed_versions``). The session's code generation fits their size
-    (``resources.spark.fit_code_generation``; a step reading several upstream tables fits it
+    (``resources.codegen.fit_code_generation``; a step reading several upstream tables fits it
     to their sum after)."""
     app_id = consumer_app_id(table, upstream)
     consumed = lake.committed_version(SILVER, table, app_id) if held is None else held[app_id]

@@ -23,16 +23,10 @@ from lakehouse_assets.devtools.broker import free_port
 from lakehouse_assets.devtools.spark_server import SparkConnectServer
 from lakehouse_assets.executor import materialize
 from resources import SparkResource
+from resources.codegen import INTERPRETED, SMALL_BATCH_ROWS, fit_code_generation
+from resources.delta import session_settings
 from resources.kafka import KAFKA_FORMAT
-from resources.spark import (
-    CONNECT_WAIT_S,
-    INTERPRETED,
-    SMALL_BATCH_ROWS,
-    SparkConnectUnreachable,
-    cached,
-    check_reachable,
-    fit_code_generation,
-)
+from resources.spark import CONNECT_WAIT_S, SparkConnectUnreachable, cached, check_reachable
 from resources.spark_jvm import DEFAULT_ARCHIVE, quick_start_options, without_connect
 
 
@@ -148,10 +142,7 @@ def test_a_small_batch_is_interpreted_and_the_next_step_gets_the_settings_back(
         thread.join()
 
     first = resource.get_session()
-    before = settings(first)
-    try:
-        for key, value in generated.items():  # what a server with Spark's defaults has
-            first.conf.set(key, value)
+    with session_settings(first, generated):  # what a server with Spark's defaults has
         resource.release_thread_session()  # the main thread's step ends: the first is free
         run_step(SMALL_BATCH_ROWS - 1)
         run_step(SMALL_BATCH_ROWS)  # gets the first session back, as a server made it
@@ -162,12 +153,6 @@ def test_a_small_batch_is_interpreted_and_the_next_step_gets_the_settings_back(
         assert settings(session) == INTERPRETED
         fit_code_generation(session, 10**7)
         assert settings(session) == generated
-    finally:
-        for key, value in before.items():
-            if value is None:
-                first.conf.unset(key)
-            else:
-                first.conf.set(key, value)
 
 
 def test_sparks_kafka_source_is_on_the_session(spark: SparkSession) -> None:

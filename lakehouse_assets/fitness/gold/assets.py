@@ -40,7 +40,8 @@ from lakehouse_assets.partitions import daily_partitions
 from lakehouse_assets.profiling.store import profile_after_write
 from lakehouse_assets.table_metadata import code_references, table_metadata
 from resources import LakeResource, SparkResource
-from resources.spark import cached, fit_code_generation
+from resources.codegen import fit_code_generation
+from resources.spark import cached
 
 GOLD_KINDS = {"spark", "delta"}
 # A single-run backfill policy is how Dagster runs a range of days as one run; the parameter is

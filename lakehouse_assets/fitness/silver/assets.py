@@ -34,7 +34,7 @@ from lakehouse_assets.refinement.layout import dated, days_of, layout, read_days
 from lakehouse_assets.refinement.parsed import parsed_table_asset
 from lakehouse_assets.table_metadata import code_references
 from resources import CalendarResource, LakeResource, SparkResource
-from resources.spark import fit_code_generation
+from resources.codegen import fit_code_generation
 
 
 @dg.asset(

@@ -48,7 +48,7 @@ from lakehouse_assets.refinement.layout import (
 )
 from lakehouse_assets.table_metadata import code_references
 from resources import LakeResource, SparkResource
-from resources.spark import fit_code_generation
+from resources.codegen import fit_code_generation
 
 WORKOUT_BPM_UPSTREAM = [asset_key(SILVER, t) for t in (COMPLETED_WORKOUTS, HEART_RATE, USERS)]
 DAY_OF = DATED_BY[WORKOUT_BPM]  # the column a row's day (its partition) is the date of
