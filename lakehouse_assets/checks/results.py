@@ -50,7 +50,7 @@ def check_specs(key: dg.AssetKey, rules: TableRules | None) -> list[dg.AssetChec
     ]
 
 
-def _markdown(sample: list[dict[str, Any]]) -> str:
+def markdown(sample: list[dict[str, Any]]) -> str:
     columns = list(sample[0])
     lines = ["| " + " | ".join(columns) + " |", "|" + " --- |" * len(columns)]
     lines += ["| " + " | ".join(str(row[c]) for c in columns) + " |" for row in sample]
@@ -62,7 +62,7 @@ def _result(
 ) -> dg.AssetCheckResult:
     metadata: dict[str, Any] = {"offending_rows": outcome.offending, **(scope or {})}
     if outcome.sample:
-        metadata["sample"] = dg.MetadataValue.md(_markdown(outcome.sample))
+        metadata["sample"] = dg.MetadataValue.md(markdown(outcome.sample))
     return dg.AssetCheckResult(
         asset_key=key,
         check_name=outcome.name,

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 QUARANTINE_RATE = "quarantine_rate"
 PRIMARY_KEY_UNIQUE = "primary_key_unique"
 PRIMARY_KEY_NOT_NULL = "primary_key_not_null"
+ONE_CURRENT_VERSION = "one_current_version"  # of a key in an SCD2 table
 
 
 @dataclass(frozen=True)

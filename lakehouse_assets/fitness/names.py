@@ -40,6 +40,12 @@ SILVER_TABLES: Final = (
     *(f"{source}{QUARANTINE_SUFFIX}" for source in (*KAFKA_TOPICS, *LANDING_COLUMNS)),
 )  # fmt: skip
 GOLD_TABLES: Final = (WORKOUT_BPM_SUMMARY, GYM_SUMMARY)
+# Every table as ``<layer>.<table>``: what a declared source's expectation may reference.
+TABLES: Final = (
+    *(f"bronze.{table}" for table in BRONZE_TABLES),
+    *(f"silver.{table}" for table in SILVER_TABLES),
+    *(f"gold.{table}" for table in GOLD_TABLES),
+)
 
 # The silver tables that grow with time, each partitioned by the UTC date of this column.
 DATED_BY: Final = {

@@ -15,6 +15,12 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lakehouse_assets.automation import silver_automation
+from lakehouse_assets.checks.expectation_results import (
+    expectation_results,
+    expectation_specs,
+    fail_broken,
+)
+from lakehouse_assets.checks.expectations import Expectation, run_outcomes
 from lakehouse_assets.checks.reconciliation import (
     BRONZE_RECONCILIATION,
     RECONCILED_WITH_BRONZE,
@@ -44,7 +50,7 @@ from lakehouse_assets.refinement.step import (
     write_quarantine,
 )
 from lakehouse_assets.table_metadata import Column, code_references, table_metadata
-from lakehouse_assets.validation import QUARANTINE, valid
+from lakehouse_assets.validation import QUARANTINE, REASON, valid
 from resources import LakeResource, SparkResource
 from resources.delta_merge import Condition
 
@@ -80,6 +86,8 @@ class ParsedTable:
     # never changes, so only new keys are inserted (an insert-only merge, no file rewritten).
     insert_only: bool = False
     rules: TableRules | None = None
+    # Declared by a user (``checks.expectations``); ``parse`` gives the dropped their reason.
+    expectations: tuple[Expectation, ...] = ()
     descriptions: Mapping[str, str] | None = None
     lineage: Lineage | None = None
     quarantine_lineage: Lineage | None = None
@@ -167,6 +175,7 @@ def parsed_table_asset(spec: ParsedTable) -> dg.AssetsDefinition:
             spec.source,
             [
                 *check_specs(table_key, spec.rules),
+                *expectation_specs(table_key, spec.expectations),
                 reconciliation_spec(table_key, RECONCILED_WITH_BRONZE, BRONZE_RECONCILIATION),
             ],
         ),
@@ -182,6 +191,7 @@ def parsed_table_asset(spec: ParsedTable) -> dg.AssetsDefinition:
         changes = read_changes(lake, session, spec.table, upstream, config.full_refresh)
         done = _refine(context, lake, session, spec, changes, config.full_refresh)
         yield from refined_results(lake, session, spec.table, spec.source, done)
+        fail_broken(done.checks, spec.expectations)
 
     return _asset
 
@@ -272,6 +282,14 @@ def _refine(
                 merged.offending if merged is not None else None,
             ),
             reconciliation_result(table_key, reconciled),
+            *expectation_results(
+                lake,
+                spark,
+                SILVER,
+                spec.table,
+                spec.expectations,
+                run_outcomes(parsed, spec.expectations, REASON, F.col(REASON).isNull()),
+            ),
         ],
         quarantine_metadata={
             **table_metadata(

@@ -10,6 +10,11 @@ from pydantic import Field
 
 from lakehouse_assets.automation import silver_automation
 from lakehouse_assets.bronze.assets import kafka_bronze_asset, landing_bronze_asset
+from lakehouse_assets.checks.expectation_results import (
+    expectation_results,
+    expectation_specs,
+    fail_broken,
+)
 from lakehouse_assets.checks.freshness import kafka_freshness_check, landing_freshness_check
 from lakehouse_assets.checks.results import check_results, check_specs, written_rows
 from lakehouse_assets.constants import (
@@ -116,12 +121,17 @@ def silver_asset(source: SourceDeclaration) -> dg.AssetsDefinition:
 
     rules = source_rules(source)
     table_key = asset_key(SILVER, source.name)
+    expectations = [declared.expectation() for declared in source.expectations]
 
     @dg.multi_asset(
         name=f"silver_{source.name}",
         pool=writer_pool(SILVER, source.name),
         specs=specs,
-        check_specs=refined_check_specs(source.name, source.name, check_specs(table_key, rules)),
+        check_specs=refined_check_specs(
+            source.name,
+            source.name,
+            [*check_specs(table_key, rules), *expectation_specs(table_key, expectations)],
+        ),
     )
     def _asset(
         context: dg.AssetExecutionContext,
@@ -146,6 +156,9 @@ def silver_asset(source: SourceDeclaration) -> dg.AssetsDefinition:
             metadata.update(done.metadata())
         batch = written_rows(context, table_key, done.merged, created)
         descriptions = (ADDED, field_description(source))
+        expected = expectation_results(
+            lake, session, SILVER, source.name, expectations, done.expected
+        )
         yield from refined_results(
             lake,
             session,
@@ -155,7 +168,10 @@ def silver_asset(source: SourceDeclaration) -> dg.AssetsDefinition:
                 read=done.read,
                 rejected=done.rejected,
                 metadata={**table_metadata(lake, SILVER, source.name, *descriptions), **metadata},
-                checks=check_results(lake, session, SILVER, source.name, rules, batch=batch),
+                checks=[
+                    *check_results(lake, session, SILVER, source.name, rules, batch=batch),
+                    *expected,
+                ],
                 quarantine_metadata=table_metadata(
                     lake, SILVER, quarantine_table(source.name), QUARANTINE
                 ),
@@ -169,6 +185,7 @@ def silver_asset(source: SourceDeclaration) -> dg.AssetsDefinition:
                     **profile_after_write(lake, session, SILVER, deletes_table(source)),
                 },
             )
+        fail_broken(expected, expectations)
 
     return _asset
 

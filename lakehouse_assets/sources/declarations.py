@@ -21,6 +21,11 @@ and checked by its rules (``validation``), a record breaking one quarantined wit
       - {name: zip, type: integer, required: false, path: address.zip}
       - {name: action, type: string, allowed: [start, stop]}
 
+Expectations of the silver table (``lakehouse_assets.sources.expectation_declarations``)::
+
+    expectations:
+      - {name: kwh_not_negative, check: "kwh >= 0", on_violation: drop}
+
 A ``route-by-type`` source adds a ``routing`` block (``lakehouse_assets.sources.routing``).
 
 A file that does not validate is reported with its file, line and field, and skipped: the other
@@ -30,14 +35,14 @@ sources still load.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterator
+from collections.abc import Collection
 from pathlib import Path
 from typing import Annotated, Literal
 
 import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from lakehouse_assets.constants import QUARANTINE_SUFFIX
+from lakehouse_assets.constants import BRONZE, QUARANTINE_SUFFIX, SILVER
 from lakehouse_assets.sources.declaration_errors import (
     DeclarationError,
     InvalidDeclaration,
@@ -46,8 +51,13 @@ from lakehouse_assets.sources.declaration_errors import (
     lines_of,
     rule_error,
 )
-from lakehouse_assets.sources.field_declarations import NAME, DeclaredField, Name, field_errors
-from lakehouse_assets.sources.routing import FIELD_PATH, SEPARATOR, Routing, routing_errors
+from lakehouse_assets.sources.expectation_declarations import (
+    DeclaredExpectation,
+    reference_errors,
+)
+from lakehouse_assets.sources.field_declarations import NAME, DeclaredField, Name
+from lakehouse_assets.sources.routing import FIELD_PATH, SEPARATOR, Routing
+from lakehouse_assets.sources.transforms import KAFKA_COLUMNS, LANDING_COLUMNS
 
 OFFSET = "offset"  # order_by's default: the Kafka offset
 DATE_OF = re.compile(r"date\(\s*([A-Za-z_][A-Za-z0-9_]*)\s*\)")
@@ -141,6 +151,12 @@ class SourceDeclaration(BaseModel):
         "stays out. 'quarantine': it goes to the quarantine table with its reason.",
     )
 
+    expectations: tuple[DeclaredExpectation, ...] = Field(
+        default=(),
+        description="What the silver table is expected to hold, and what a violation does "
+        "(warn, drop or fail); each an asset check of the table.",
+    )
+
     @field_validator("topic_pattern")
     @classmethod
     def _pattern(cls, value: str | None) -> str | None:
@@ -181,6 +197,19 @@ class SourceDeclaration(BaseModel):
         return self.format != "json" or self.mode in CDC_MODES
 
     @property
+    def record_columns(self) -> list[str] | None:
+        """The columns a record is read into, when declared (None: inferred)."""
+        return [field.name for field in self.fields] if self.fields else None
+
+    @property
+    def table_columns(self) -> list[str] | None:
+        """The silver table's columns, when its fields are declared (None: inferred)."""
+        if not self.fields:
+            return None
+        added = LANDING_COLUMNS if self.format == LANDING else KAFKA_COLUMNS
+        return [field.name for field in self.fields] + list(added)
+
+    @property
     def keyed(self) -> bool:
         """Whether silver keeps one row (or one history) per key rather than every record."""
         return self.mode != "append"
@@ -218,18 +247,22 @@ def load_declaration(path: Path) -> SourceDeclaration:
                 for e in error.errors()
             ]
         ) from None
-    problems = [rule_error(path, lines, f, msg) for f, msg in _rule_errors(declaration)]
+    from lakehouse_assets.sources.declaration_rules import rule_errors  # it reads the model
+
+    problems = [rule_error(path, lines, f, msg) for f, msg in rule_errors(declaration)]
     if problems:
         raise InvalidDeclaration(problems)
     return declaration
 
 
 def load_declarations(
-    folder: Path, reserved: Collection[str] = ()
+    folder: Path, reserved: Collection[str] = (), tables: Collection[str] = ()
 ) -> tuple[list[SourceDeclaration], list[DeclarationError]]:
     """Every valid declaration in ``folder`` (``*.yaml``, ``*.yml``; none when it does not
     exist), and the errors of the others. Two files declaring one name are both refused, and so
-    is a name whose tables would be ``reserved`` ones (the tables of the built-in pipeline)."""
+    is a name whose tables would be ``reserved`` ones (the tables of the built-in pipeline), and
+    an expectation ``references`` to a table neither among ``tables`` (``<layer>.<table>``: the
+    built-in pipeline's) nor a declared source's."""
     paths = sorted([*folder.glob("*.yaml"), *folder.glob("*.yml")]) if folder.is_dir() else []
     loaded: list[tuple[Path, SourceDeclaration]] = []
     errors: list[DeclarationError] = []
@@ -239,8 +272,14 @@ def load_declarations(
         except InvalidDeclaration as invalid:
             errors.extend(invalid.errors)
     names = [declaration.name for _, declaration in loaded]
+    known = {*tables, *[f"{layer}.{name}" for name in names for layer in (BRONZE, SILVER)]}
     declarations = []
     for path, declaration in loaded:
+        unknown = list(reference_errors(declaration.expectations, known))
+        if unknown:
+            lines = lines_of(path)
+            errors.extend(rule_error(path, lines, field, message) for field, message in unknown)
+            continue
         taken = {declaration.name, f"{declaration.name}{QUARANTINE_SUFFIX}"} & set(reserved)
         if taken:
             message = f"the name {declaration.name!r} is taken: a table {sorted(taken)[0]} exists"
@@ -252,45 +291,3 @@ def load_declarations(
         else:
             declarations.append(declaration)
     return declarations, errors
-
-
-def _rule_errors(declaration: SourceDeclaration) -> Iterator[tuple[str, str]]:
-    """Rules across fields, as ``(field, message)``."""
-    if declaration.format == LANDING:
-        if declaration.topic is not None or declaration.topic_pattern is not None:
-            yield "topic", "a csv source reads the files of landing/<name>/: leave out the topic"
-    elif (declaration.topic is None) == (declaration.topic_pattern is None):
-        yield "topic", "set exactly one of 'topic' and 'topic_pattern'"
-    if declaration.mode in CDC_MODES:
-        if declaration.format != "debezium-json":
-            yield "format", f"mode {declaration.mode} reads Debezium envelopes: 'debezium-json'"
-        if not declaration.keys:
-            yield "keys", f"mode {declaration.mode} needs the key columns of the rows"
-    if declaration.truncate == "apply" and declaration.mode not in CDC_MODES:
-        yield "truncate", "'apply' empties a table of keyed changes: mode cdc-scd1 or cdc-scd2"
-    if declaration.mode == "latest-per-key" and declaration.keys and not declaration.fields:
-        yield "keys", "latest-per-key keys rows by the Kafka key: leave 'keys' out"
-    if declaration.fields:
-        yield from field_errors(
-            declaration.fields, declaration.format, declaration.mode, declaration.keys,
-            bool(declaration.partition_by), declaration.order_by == OFFSET,
-        )  # fmt: skip
-    elif declaration.format == LANDING:
-        yield "fields", "a csv source declares its fields, in file order"
-    if declaration.mode == "latest-per-key" and declaration.order_by != OFFSET:
-        yield "order_by", "latest-per-key keeps the record of highest offset: leave out 'order_by'"
-    if (declaration.format == "avro") != (declaration.avro_schema is not None):
-        yield "avro_schema", "an avro source names its .avsc file (and only an avro source)"
-    elif declaration.avro_schema is not None:
-        from lakehouse_assets.sources.avro import AvroSchemaError, read_avsc, table_schema
-
-        try:
-            table_schema(read_avsc(Path(declaration.avro_schema)), declaration.avro_schema)
-        except AvroSchemaError as error:
-            yield "avro_schema", str(error)
-    yield from routing_errors(
-        declaration.mode == ROUTE, declaration.routing, declaration.format, declaration.keys,
-        declaration.partition_by,
-    )  # fmt: skip
-    if declaration.mode == "append" and declaration.order_by != OFFSET:
-        yield "order_by", "an append source keeps every record: 'order_by' does not apply"

@@ -9,11 +9,17 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
+from lakehouse_assets.checks.expectations import mark_dropped
 from lakehouse_assets.checks.rules import TableRules
 from lakehouse_assets.refinement.parsed import ParsedTable, Transform
 from lakehouse_assets.sources.columns import ADDED
 from lakehouse_assets.sources.declarations import LANDING, SourceDeclaration
-from lakehouse_assets.sources.transforms import KAFKA_COLUMNS, newest_per_key, refined
+from lakehouse_assets.sources.transforms import (
+    KAFKA_COLUMNS,
+    LANDING_COLUMNS,
+    newest_per_key,
+    refined,
+)
 from lakehouse_assets.validation import (
     REASON,
     TOMBSTONE,
@@ -35,8 +41,6 @@ DESCRIPTIONS = {
     "`{name}` (of the files read last, the greatest row), its columns typed, with the file it "
     "came from (`_landing_file`) and when it was read (`_ingested_at`).",
 }
-# The landing rows' columns beside the fields, from the bronze row's.
-LANDING_COLUMNS = {"_landing_file": "source_file", "_ingested_at": "ingested_at"}
 
 
 def json_fields(source: SourceDeclaration) -> tuple[JsonField, ...]:
@@ -67,7 +71,7 @@ def _csv_parts(source: SourceDeclaration) -> tuple[Transform, Transform, dict[st
     def parse(lines: DataFrame) -> DataFrame:
         """Landing lines read by position, each column typed and required, with a ``reason``
         for each line that breaks a rule (header and blank lines skipped)."""
-        return parse_csv(lines, names, numeric)
+        return _dropped(source, parse_csv(lines, names, numeric))
 
     def shape(valid: DataFrame) -> DataFrame:
         """Of each key, the row of the file read last (of one file, the greatest row), with the
@@ -91,7 +95,7 @@ def _json_parts(source: SourceDeclaration) -> tuple[Transform, Transform, dict[s
         that breaks a rule, a tombstone's (a record without a value) first."""
         parsed = parse_json(records, fields)
         tombstone = F.when(F.col("value").isNull(), F.lit(TOMBSTONE))
-        return parsed.withColumn(REASON, F.coalesce(tombstone, F.col(REASON)))
+        return _dropped(source, parsed.withColumn(REASON, F.coalesce(tombstone, F.col(REASON))))
 
     def shape(valid: DataFrame) -> DataFrame:
         """The valid records' fields and Kafka coordinates (latest-per-key: the newest of each
@@ -100,6 +104,12 @@ def _json_parts(source: SourceDeclaration) -> tuple[Transform, Transform, dict[s
         return newest_per_key(rows, source.keys) if source.mode == "latest-per-key" else rows
 
     return parse, shape, {column: ADDED[column] for column in KAFKA_COLUMNS}
+
+
+def _dropped(source: SourceDeclaration, parsed: DataFrame) -> DataFrame:
+    """``parsed`` with the reason of each valid record a ``drop`` expectation removes."""
+    expectations = [declared.expectation() for declared in source.expectations]
+    return mark_dropped(parsed, expectations, REASON, F.col(REASON).isNull())
 
 
 def fields_table(source: SourceDeclaration) -> ParsedTable:
@@ -118,6 +128,7 @@ def fields_table(source: SourceDeclaration) -> ParsedTable:
         shape,
         tuple(keys),
         rules=TableRules(keys=tuple(keys), accepted=accepted),
+        expectations=tuple(declared.expectation() for declared in source.expectations),
         descriptions={**{field.name: _describe(field) for field in fields}, **added},
         owners=source.owners,
         description=description.format(name=source.name, keys=", ".join(keys))

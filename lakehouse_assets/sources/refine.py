@@ -15,11 +15,14 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from lakehouse_assets.checks.expectations import mark_dropped, run_outcomes
+from lakehouse_assets.checks.transforms import Outcome
 from lakehouse_assets.constants import SILVER
 from lakehouse_assets.refinement.step import write_quarantine
 from lakehouse_assets.sources import cdc, debezium, transforms, writes
 from lakehouse_assets.sources import schema as types
 from lakehouse_assets.sources.declarations import CDC_MODES, SourceDeclaration
+from lakehouse_assets.sources.expectation_declarations import require_columns
 from lakehouse_assets.sources.reader import (
     DELETED,
     OP,
@@ -49,6 +52,7 @@ class Refined:
     skipped: int = 0  # records that change no row: tombstones, heartbeats, transaction markers
     waiting: bool = False  # no valid record yet: the batch is read again with the next (``_waits``)
     merged: DataFrame | None = None  # the rows a merge took (``writes.keep``)
+    expected: dict[str, Outcome] = field(default_factory=dict)  # the run's ``check``s
 
     def metadata(self) -> dict[str, Any]:
         return {
@@ -102,6 +106,7 @@ def refine(
         return done
     if validity is not None:
         typed = _order_of_another_kind(typed, source.order_by, validity)
+    typed, done.expected = _expected(source, typed, columns)
     done.rejected = write_quarantine(lake, source.name, kafka_quarantine(typed), markers, rebuild)
     valid = typed.where(F.col(REASON).isNull() & ~F.col(SKIPPED))
     fill = done.unavailable = [column for column in fill if column in columns]
@@ -121,6 +126,25 @@ def refine(
     if source.mode in CDC_MODES:
         writes.record_deletes(lake, source, deleting, markers, rebuild)
     return done
+
+
+def _expected(
+    source: SourceDeclaration, typed: DataFrame, columns: Sequence[str]
+) -> tuple[DataFrame, dict[str, Outcome]]:
+    """``typed`` with the records its ``drop`` expectations remove given their reason, and the
+    run's outcome of each ``check`` expectation (a delete, a skipped record is not judged).
+
+    Raises:
+        ExpectationColumnsError: a check names a column the records do not have.
+    """
+    expectations = [declared.expectation() for declared in source.expectations]
+    if not any(expectation.per_row for expectation in expectations):
+        return typed, {}
+    require_columns(source, columns)
+    judged = F.col(REASON).isNull() & ~F.col(SKIPPED) & ~F.col(DELETED)
+    marked = mark_dropped(typed, expectations, REASON, judged)
+    kept = F.col(REASON).isNull() & ~F.col(SKIPPED) & ~F.col(DELETED)
+    return marked, run_outcomes(marked, expectations, REASON, kept, columns)
 
 
 def _batch_facts(typed: DataFrame, source: SourceDeclaration) -> tuple[int, list[str], int, int]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lakehouse_assets.checks.rules import TableRules
+from lakehouse_assets.checks.rules import ONE_CURRENT_VERSION, TableRules
 from lakehouse_assets.sources.cdc import IS_CURRENT, VALID_FROM
 from lakehouse_assets.sources.declarations import SourceDeclaration
 
@@ -14,7 +14,7 @@ def source_rules(source: SourceDeclaration) -> TableRules:
     if source.mode == "cdc-scd1":
         return TableRules(keys=source.keys)
     if source.mode == "cdc-scd2":
-        current = {"one_current_version": (source.keys, IS_CURRENT)}
+        current = {ONE_CURRENT_VERSION: (source.keys, IS_CURRENT)}
         return TableRules(keys=(*source.keys, VALID_FROM), unique_where=current)
     if source.mode == "latest-per-key":
         return TableRules(keys=("_kafka_key",))

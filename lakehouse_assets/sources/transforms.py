@@ -15,6 +15,8 @@ KAFKA_COLUMNS = {
     "_kafka_key": "key", "_kafka_topic": "topic", "_kafka_partition": "partition",
     "_kafka_offset": "offset", "_kafka_timestamp": "timestamp",
 }  # fmt: skip
+# A declared csv source's rows' columns beside its fields, from the bronze row's.
+LANDING_COLUMNS = {"_landing_file": "source_file", "_ingested_at": "ingested_at"}
 
 
 def refined(

@@ -1,0 +1,234 @@
+"""The expectations a declared source states of its silver table (``expectations`` in its
+declaration), checked when the declaration loads: a ``check`` that does not parse as one Spark
+SQL condition of a row, a column the table does not have (when its fields are declared), a table
+``references`` names that no pipeline or declaration has, an unknown action, or two expectations
+of one name are refused with the file, line and field. What they do is ``checks.expectations``::
+
+    expectations:
+      - {name: kwh_not_negative, check: "kwh >= 0", on_violation: drop}
+      - {name: one_reading_per_quarter, unique: [meter_id, quarter], on_violation: fail}
+      - {name: meter_exists, references: {table: silver.meters, columns: [meter_id]}}
+      - {name: enough_readings, row_count: {min: 1}, on_violation: warn}
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Iterator, Sequence
+from typing import TYPE_CHECKING, Annotated
+
+import sqlglot
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
+from sqlglot import exp
+from sqlglot.errors import ParseError
+
+from lakehouse_assets.checks.expectations import Action, Expectation, ExpectationColumnsError
+from lakehouse_assets.checks.reconciliation import RECONCILED_WITH_BRONZE
+from lakehouse_assets.checks.results import NOT_EMPTY
+from lakehouse_assets.checks.rules import (
+    ONE_CURRENT_VERSION,
+    PRIMARY_KEY_NOT_NULL,
+    PRIMARY_KEY_UNIQUE,
+)
+from lakehouse_assets.sources.field_declarations import Name
+
+if TYPE_CHECKING:  # the declaration holds its expectations
+    from lakehouse_assets.sources.declarations import SourceDeclaration
+
+TABLE = re.compile(r"(bronze|silver|gold)\.[a-z][a-z0-9_]*")
+# A column named by ``unique`` or ``references``: the table's own (``_kafka_offset`` too).
+ColumnName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
+KINDS = ("check", "unique", "references", "row_count")
+# The names of the checks a table has anyway (and ``accepted_<field>``).
+BUILT_IN_CHECKS = (
+    PRIMARY_KEY_UNIQUE, PRIMARY_KEY_NOT_NULL, NOT_EMPTY, RECONCILED_WITH_BRONZE, ONE_CURRENT_VERSION
+)  # fmt: skip
+
+
+def check_columns(check: str) -> set[str]:
+    """The columns a ``check`` reads (of a nested one, its top column).
+
+    Raises:
+        ValueError: it is not one Spark SQL condition of a single row.
+    """
+    try:
+        statements = sqlglot.parse(check, dialect="spark")
+    except ParseError as error:
+        first = str(error).splitlines()[0]
+        raise ValueError(f"is not a Spark SQL condition: {first}") from None
+    if len(statements) != 1 or statements[0] is None:
+        raise ValueError("must be one Spark SQL condition, not several statements")
+    condition = statements[0]
+    if any(condition.find_all(exp.Select, exp.Subquery)):
+        raise ValueError("is a condition of one row: it cannot query a table")
+    if any(condition.find_all(exp.AggFunc, exp.Window)):
+        raise ValueError("is a condition of one row: no aggregate or window function")
+    return {column.parts[0].name for column in condition.find_all(exp.Column)}
+
+
+class References(BaseModel):
+    """A ``references`` expectation: the table looked in, and the columns (named alike in
+    both tables)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    table: str = Field(description="<layer>.<table>, e.g. silver.meters.")
+    columns: tuple[ColumnName, ...] = Field(min_length=1, description="Looked up together.")
+
+    @field_validator("table")
+    @classmethod
+    def _table(cls, value: str) -> str:
+        if not TABLE.fullmatch(value):
+            raise ValueError("must be <layer>.<table> with layer bronze, silver or gold")
+        return value
+
+
+class RowCount(BaseModel):
+    """A ``row_count`` expectation's bounds (either may be left out)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    min: int | None = Field(default=None, ge=0)
+    max: int | None = Field(default=None, ge=0)
+
+    @model_validator(mode="after")
+    def _bounds(self) -> RowCount:
+        if self.min is None and self.max is None:
+            raise ValueError("set min, max or both")
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise ValueError(f"min {self.min} is above max {self.max}")
+        return self
+
+
+class DeclaredExpectation(BaseModel):
+    """One expectation of a declared source's silver table: a name, exactly one kind, and what
+    a violation does (default: warn)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: Name = Field(description="The asset check's name; unique in the declaration.")
+    check: str | None = Field(default=None, description="A Spark SQL condition of each row.")
+    unique: tuple[ColumnName, ...] = Field(default=(), description="Columns no two rows share.")
+    references: References | None = Field(default=None, description="Values found elsewhere.")
+    row_count: RowCount | None = Field(default=None, description="Bounds on the table's rows.")
+    on_violation: Action = Field(
+        default="warn",
+        description="warn: keep and count; drop: to the quarantine (check only); fail: count, "
+        "then fail the step and block downstream.",
+    )
+
+    @field_validator("check")
+    @classmethod
+    def _check(cls, value: str | None) -> str | None:
+        if value is not None:
+            check_columns(value)
+        return value
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> DeclaredExpectation:
+        kinds = [kind for kind in KINDS if getattr(self, kind) not in (None, ())]
+        if len(kinds) != 1:
+            raise ValueError(f"set exactly one of {', '.join(KINDS)} (found {len(kinds)})")
+        if self.on_violation == "drop" and kinds[0] != "check":
+            raise ValueError(
+                f"drop removes the records that break a check; a {kinds[0]} expectation is a "
+                "fact of the whole table: warn or fail"
+            )
+        return self
+
+    def expectation(self) -> Expectation:
+        """What the checks evaluate."""
+        references = self.references
+        bounds = self.row_count
+        return Expectation(
+            self.name,
+            self.on_violation,
+            check=self.check,
+            unique=self.unique,
+            references=(references.table, references.columns) if references else None,
+            row_count=(bounds.min, bounds.max) if bounds else None,
+        )
+
+
+def expectation_errors(
+    expectations: Sequence[DeclaredExpectation],
+    record_columns: Collection[str] | None,
+    table_columns: Collection[str] | None,
+) -> Iterator[tuple[str, str]]:
+    """Rules across a declaration's expectations, as ``(field, message)``: names unique, and,
+    when the columns are known (declared fields), each column named is one of them: a check's
+    among the ``record_columns``, the others' among the ``table_columns``."""
+    names = [expectation.name for expectation in expectations]
+    for n, expectation in enumerate(expectations):
+        if names.index(expectation.name) != n:
+            yield (
+                f"expectations.{n}.name",
+                f"the expectation {expectation.name!r} is declared twice",
+            )
+        if expectation.name in BUILT_IN_CHECKS or expectation.name.startswith("accepted_"):
+            yield (
+                f"expectations.{n}.name",
+                f"{expectation.name!r} is the name of a check the table has anyway: choose another",
+            )
+        if record_columns is None or table_columns is None:
+            continue
+        for kind, columns, known in _named_columns(expectation, record_columns, table_columns):
+            for column in sorted(set(columns) - set(known)):
+                yield (
+                    f"expectations.{n}.{kind}",
+                    f"names the column {column!r}, which the table does not have; it has "
+                    f"{', '.join(known)}",
+                )
+
+
+def _named_columns(
+    expectation: DeclaredExpectation,
+    record_columns: Collection[str],
+    table_columns: Collection[str],
+) -> Iterator[tuple[str, Collection[str], Collection[str]]]:
+    if expectation.check is not None:
+        yield "check", check_columns(expectation.check), record_columns
+    yield "unique", expectation.unique, table_columns
+    if expectation.references is not None:
+        yield "references", expectation.references.columns, table_columns
+
+
+def require_columns(source: SourceDeclaration, columns: Collection[str]) -> None:
+    """Refuse a run whose records (of ``columns``, an inferred schema) lack a column that one of
+    the ``source``'s ``check`` expectations names (a declaration's fields are checked at load).
+
+    Raises:
+        ExpectationColumnsError: naming the expectation, the columns and the columns there are.
+    """
+    for expectation in source.expectations:
+        if expectation.check is None:
+            continue
+        missing = sorted(check_columns(expectation.check) - set(columns))
+        if missing:
+            raise ExpectationColumnsError(
+                f"The expectation {expectation.name!r} of the source {source.name!r} names "
+                f"{', '.join(missing)}, which its records do not have (their columns: "
+                f"{', '.join(columns)}). Fix the check in the declaration; the records wait in "
+                "bronze and are read once it is fixed."
+            )
+
+
+def reference_errors(
+    expectations: Sequence[DeclaredExpectation], tables: Collection[str]
+) -> Iterator[tuple[str, str]]:
+    """A ``references`` to a table that is not among ``tables`` (``<layer>.<table>``), as
+    ``(field, message)``."""
+    for n, expectation in enumerate(expectations):
+        references = expectation.references
+        if references is not None and references.table not in tables:
+            yield (
+                f"expectations.{n}.references.table",
+                f"no pipeline or declared source has the table {references.table!r}",
+            )

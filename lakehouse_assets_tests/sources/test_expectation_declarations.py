@@ -1,0 +1,149 @@
+"""Expectations in a declaration: what loads, and what is refused when the file loads with its
+file, line and dotted field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lakehouse_assets.checks.expectations import Expectation
+from lakehouse_assets.sources.declarations import (
+    InvalidDeclaration,
+    load_declaration,
+    load_declarations,
+)
+
+METERS = """\
+topic: meters
+mode: latest-per-key
+keys: [meter_id]
+fields:
+  - {name: meter_id, type: integer}
+  - {name: quarter, type: string}
+  - {name: kwh, type: number, required: false}
+  - {name: site, type: string, required: false}
+expectations:
+"""
+
+
+def write(folder: Path, name: str, text: str) -> Path:
+    path = folder / name
+    path.write_text(text)
+    return path
+
+
+def test_each_kind_loads_with_its_action(tmp_path: Path) -> None:
+    text = METERS + (
+        '  - {name: kwh_not_negative, check: "kwh >= 0", on_violation: drop}\n'
+        '  - {name: known_site, check: "site IS NOT NULL"}\n'
+        "  - {name: one_per_quarter, unique: [meter_id, quarter], on_violation: fail}\n"
+        "  - name: meter_exists\n"
+        "    references: {table: silver.users, columns: [meter_id]}\n"
+        "  - {name: enough, row_count: {min: 1}, on_violation: warn}\n"
+    )
+    source = load_declaration(write(tmp_path, "meters.yaml", text))
+    assert [e.expectation() for e in source.expectations] == [
+        Expectation("kwh_not_negative", "drop", check="kwh >= 0"),
+        Expectation("known_site", "warn", check="site IS NOT NULL"),  # warn: the default
+        Expectation("one_per_quarter", "fail", unique=("meter_id", "quarter")),
+        Expectation("meter_exists", "warn", references=("silver.users", ("meter_id",))),
+        Expectation("enough", "warn", row_count=(1, None)),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("entry", "line", "field", "words"),
+    [
+        ('{name: a, check: "kwh >= "}', 10, "expectations.0.check", "not a Spark SQL condition"),
+        ('{name: a, check: "sum(kwh) > 0"}', 10, "expectations.0.check", "no aggregate"),
+        ('{name: a, check: "kwh > (SELECT 1)"}', 10, "expectations.0.check", "cannot query"),
+        ('{name: a, check: "x = 1; y = 2"}', 10, "expectations.0.check", "several statements"),
+        ('{name: a, check: "kwhh >= 0"}', 10, "expectations.0.check", "'kwhh'"),
+        ("{name: a, unique: [meter_id, day]}", 10, "expectations.0.unique", "'day'"),
+        ('{name: a, check: "kwh > 0", on_violation: stop}', 10, "expectations.0.on_violation",
+         "'warn', 'drop' or 'fail'"),
+        ("{name: a, unique: [quarter], on_violation: drop}", 10, "expectations.0",
+         "warn or fail"),
+        ('{name: a, check: "kwh > 0", unique: [quarter]}', 10, "expectations.0",
+         "exactly one of"),
+        ("{name: a}", 10, "expectations.0", "exactly one of"),
+        ("{name: a, row_count: {min: 5, max: 2}}", 10, "expectations.0.row_count",
+         "above max"),
+        ("{name: a, row_count: {}}", 10, "expectations.0.row_count", "set min, max or both"),
+        ("{name: a, references: {table: meters, columns: [meter_id]}}", 10,
+         "expectations.0.references.table", "<layer>.<table>"),
+        ('{name: primary_key_unique, check: "kwh > 0"}', 10, "expectations.0.name",
+         "a check the table has anyway"),
+        ('{name: accepted_site, check: "kwh > 0"}', 10, "expectations.0.name", "anyway"),
+        ('{name: Big, check: "kwh > 0"}', 10, "expectations.0.name", "lower case"),
+        ('{name: a, check: "kwh > 0", when: x}', 10, "expectations.0.when", "unknown field"),
+    ],
+)  # fmt: skip
+def test_a_wrong_expectation_is_refused_with_its_file_line_and_field(
+    tmp_path: Path, entry: str, line: int, field: str, words: str
+) -> None:
+    path = write(tmp_path, "meters.yaml", f"{METERS}  - {entry}\n")
+    with pytest.raises(InvalidDeclaration) as raised:
+        load_declaration(path)
+    assert [(e.file, e.line, e.field) for e in raised.value.errors] == [(path, line, field)]
+    assert words in raised.value.errors[0].message
+
+
+def test_two_expectations_of_one_name_are_refused(tmp_path: Path) -> None:
+    text = METERS + '  - {name: a, check: "kwh > 0"}\n  - {name: a, check: "kwh < 9"}\n'
+    path = write(tmp_path, "meters.yaml", text)
+    with pytest.raises(InvalidDeclaration) as raised:
+        load_declaration(path)
+    [error] = raised.value.errors
+    assert (error.line, error.field) == (11, "expectations.1.name")
+    assert "declared twice" in error.message
+
+
+def test_a_check_may_name_a_nested_column_and_lambda_variables(tmp_path: Path) -> None:
+    text = "topic: t\nexpectations:\n" + (
+        "  - {name: a, check: \"exists(tags, t -> t = '') OR address.zip IS NOT NULL\"}\n"
+    )
+    source = load_declaration(write(tmp_path, "t.yaml", text))  # inferred: columns unchecked
+    assert source.expectations[0].check is not None
+
+
+def test_the_columns_of_an_inferred_schema_are_not_checked_at_load(tmp_path: Path) -> None:
+    text = 'topic: t\nexpectations:\n  - {name: a, check: "anything > 0"}\n'
+    assert load_declaration(write(tmp_path, "t.yaml", text)).expectations
+
+
+def test_a_kafka_column_may_be_unique_and_a_landing_column_referenced(tmp_path: Path) -> None:
+    csv = (
+        "format: csv\nmode: latest-per-key\nkeys: [id]\nfields:\n  - {name: id, type: integer}\n"
+        "expectations:\n  - {name: a, unique: [_landing_file, id]}\n"
+    )
+    assert load_declaration(write(tmp_path, "c.yaml", csv)).expectations
+    kafka = METERS + "  - {name: a, unique: [_kafka_offset, _kafka_partition]}\n"
+    assert load_declaration(write(tmp_path, "k.yaml", kafka)).expectations
+
+
+def test_a_route_by_type_source_takes_no_expectations(tmp_path: Path) -> None:
+    text = (
+        "topic: a\nmode: route-by-type\nrouting:\n  documents: {X: {table: t, month_from: d}}\n"
+        'expectations:\n  - {name: a, check: "x > 0"}\n'
+    )
+    path = write(tmp_path, "a.yaml", text)
+    with pytest.raises(InvalidDeclaration) as raised:
+        load_declaration(path)
+    assert [e.field for e in raised.value.errors] == ["expectations"]
+
+
+def test_a_reference_names_a_table_of_the_pipeline_or_a_declared_source(tmp_path: Path) -> None:
+    references = "  - {{name: r, references: {{table: {table}, columns: [meter_id]}}}}\n"
+    write(tmp_path, "meters.yaml", METERS + references.format(table="silver.sites"))
+    write(tmp_path, "sites.yaml", "topic: sites\n")
+    write(tmp_path, "gauges.yaml", METERS + references.format(table="gold.kwh_by_day"))
+    write(tmp_path, "probes.yaml", METERS + references.format(table="silver.nowhere"))
+    declared, errors = load_declarations(tmp_path, tables=["gold.kwh_by_day"])
+    assert sorted(d.name for d in declared) == ["gauges", "meters", "sites"]
+    [error] = errors
+    assert (error.file.name, error.line, error.field) == (
+        "probes.yaml", 10, "expectations.0.references.table",
+    )  # fmt: skip
+    assert "'silver.nowhere'" in error.message
