@@ -62,7 +62,7 @@ class Expectation:
         if self.check is not None:
             asks = f"Every row: `{self.check}` (null counts as met)"
         elif self.unique:
-            asks = f"No two rows share {_listed(self.unique)}"
+            asks = f"No two rows without nulls share {_listed(self.unique)}"
         elif self.references is not None:
             table, columns = self.references
             asks = f"Each {_listed(columns)} without nulls is in `{table}`"
@@ -141,15 +141,16 @@ def table_outcome(
 ) -> Outcome:
     """A ``unique`` or ``references`` expectation's outcome on ``table``: the rows beyond the
     first of each repeated value, or the rows whose values ``referenced`` (the other table; None
-    before it exists) lacks; a few of the values either way."""
+    before it exists) lacks; a few of the values either way. A row with a null in the columns
+    breaks neither (SQL's UNIQUE and FOREIGN KEY do the same)."""
     columns = list(expectation.unique or (expectation.references or ("", ()))[1])
+    present = table.where(~_any_null(columns))  # NULL equals nothing, as in SQL's UNIQUE
     if expectation.unique:
-        repeated = table.groupBy(*columns).count().where("count > 1")
+        repeated = present.groupBy(*columns).count().where("count > 1")
         found = repeated.agg(F.sum(F.col("count") - 1)).first()
         offending = int(found[0] or 0) if found is not None else 0
         sample = repeated.orderBy(F.desc("count"), *columns)
     else:
-        present = table.where(~_any_null(columns))
         missing = present if referenced is None else present.join(
             referenced.select(*columns).distinct(), columns, "left_anti"
         )  # fmt: skip
