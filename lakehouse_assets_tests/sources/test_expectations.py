@@ -5,20 +5,31 @@ the rules (docs/data_quality.md, "Your own expectations")."""
 
 from __future__ import annotations
 
+import json
+import re
+from collections import Counter
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
 from pyspark.sql import SparkSession
 
+from lakehouse_assets.constants import BRONZE, SILVER, asset_key
+from lakehouse_assets.devtools import sample_data
 from lakehouse_assets.devtools.broker import EmbeddedBroker
 from lakehouse_assets.devtools.sample_data import Message, produce
+from lakehouse_assets.fitness.names import LANDING_REGISTERED_USERS, USERS
+from lakehouse_assets.fitness.pipeline import fitness_assets
 from lakehouse_assets.sources.assets import source_assets
 from lakehouse_assets.sources.declarations import load_declaration
+from lakehouse_assets_tests import fitness_oracle as oracle
 from lakehouse_assets_tests.sources.test_debezium import TOPIC, change, table
 from lakehouse_assets_tests.sources.test_declared_fields import quarantined
 from lakehouse_assets_tests.sources.test_json_sources import declare, record, rows
 from resources import LakeResource
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 METERS = """\
 topic: meters
@@ -202,3 +213,53 @@ def test_a_cdc_source_drops_changes_but_never_a_delete(
     result = dg.materialize(source_assets(source), resources=resources)
     assert outcomes(result)["named"] == (True, "WARN", 0)
     assert table(spark, lake, "customers", "id", "name") == []
+
+
+def documented_example() -> str:
+    """The declaration docs/data_quality.md shows under "Your own expectations"."""
+    text = (REPO_ROOT / "docs" / "data_quality.md").read_text()
+    found = re.search(r"```yaml\n# sources/pulses\.yaml[^\n]*\n(.*?)```", text, re.S)
+    assert found is not None
+    return found[1]
+
+
+def test_the_documented_example_on_the_sample(
+    tmp_path: Path,
+    broker: EmbeddedBroker,
+    resources: dict[str, Any],
+    spark: SparkSession,
+    lake_root: Path,
+) -> None:
+    path = tmp_path / "pulses.yaml"
+    path.write_text(documented_example())
+    source = load_declaration(path)
+    batch = sample_data.generate(users=4, days=1)
+    sample_data.write_landing(lake_root, batch.files)
+    sample_data.produce(broker.bootstrap_servers, batch.messages)
+    users = [a for a in fitness_assets if asset_key(SILVER, USERS) in a.keys]
+    users += [a for a in fitness_assets if asset_key(BRONZE, LANDING_REGISTERED_USERS) in a.keys]
+    assert dg.materialize(users, resources=resources).success  # the table referenced, first
+    result = dg.materialize(source_assets(source), resources=resources)
+    assert result.success
+
+    # Expected from the records produced, by the fitness pipeline's rules for bpm (the same
+    # fields and types as the declaration's) and the users the oracle registers.
+    values = [m.value for m in batch.messages if m.topic == "bpm"]
+    accepted = [json.loads(v, parse_float=Decimal) for v in values
+                if v is not None and oracle.kafka_reason("bpm", v) is None]  # fmt: skip
+    dropped = [r for r in accepted if r.get("heartrate") is not None and r["heartrate"] <= 0]
+    kept = [r for r in accepted if r not in dropped]
+    repeated = Counter((r["device_id"], r["time"]) for r in kept)
+    devices = {user["device_id"] for user in oracle.users([batch])}
+    assert dropped and any(r.get("heartrate") is None for r in kept)  # the sample has both
+    got = outcomes(result)
+    assert got["heartrate_positive"] == (False, "WARN", len(dropped))
+    assert got["heartrate_present"] == (
+        False, "WARN", sum(r.get("heartrate") is None for r in kept),
+    )  # fmt: skip
+    assert got["one_reading_per_time"][2] == sum(n - 1 for n in repeated.values())
+    assert got["known_device"][2] == sum(r["device_id"] not in devices for r in kept)
+    assert got["some_readings"] == (True, "ERROR", len(kept))
+    lake: LakeResource = resources["lake"]
+    reasons = Counter(r["reason"] for r in lake.read(spark, SILVER, "pulses_quarantine").collect())
+    assert reasons["expectation heartrate_positive"] == len(dropped)
