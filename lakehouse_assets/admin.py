@@ -108,11 +108,12 @@ def keys_missing(lake: LakeResource, spark: SparkSession, spec: ParsedTable) -> 
 
 def sources() -> None:
     """List the declared sources (``LAKEHOUSE_SOURCES``); exit 1 naming every invalid file."""
-    from lakehouse_assets.fitness.pipeline import declared_sources
+    from lakehouse_assets.fitness.names import TABLES
+    from lakehouse_assets.sources.declarations import load_declarations
     from resources.settings import sources_dir
 
     folder = sources_dir()
-    declared, errors = declared_sources(folder)
+    declared, errors = load_declarations(folder, tables=TABLES)
     for source in declared:
         origin = source.topic or f"/{source.topic_pattern}/"
         origin = f"landing/{source.name}/" if source.format == "csv" else origin

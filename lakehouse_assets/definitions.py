@@ -7,12 +7,13 @@ import dagster as dg
 
 from lakehouse_assets.constants import BRONZE, GOLD, SILVER
 from lakehouse_assets.executor import threaded_executor
-from lakehouse_assets.fitness.pipeline import declared_sources, fitness_pipeline
+from lakehouse_assets.fitness.names import TABLES
+from lakehouse_assets.fitness.pipeline import fitness_pipeline
 from lakehouse_assets.pipeline import tables_by_layer
 from lakehouse_assets.schedules.maintenance import maintenance_definitions
 from lakehouse_assets.schedules.profiles import profile_job, profile_schedule
 from lakehouse_assets.sources.assets import source_pipeline
-from lakehouse_assets.sources.declarations import ROUTE, SourceDeclaration
+from lakehouse_assets.sources.declarations import ROUTE, SourceDeclaration, load_declarations
 from lakehouse_assets.table_metadata import with_table_names
 from resources import build_resources, sensor_settings
 from resources.settings import schema_prefix, sources_dir
@@ -78,7 +79,7 @@ def lakehouse_definitions(sources: Sequence[SourceDeclaration] = ()) -> dg.Defin
     )
 
 
-declarations, declaration_errors = declared_sources(sources_dir())
+declarations, declaration_errors = load_declarations(sources_dir(), tables=TABLES)
 for error in declaration_errors:  # the other sources still load
     log.error("Declared source not loaded: %s", error)
 defs = lakehouse_definitions(declarations)

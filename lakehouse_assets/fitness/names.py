@@ -40,7 +40,7 @@ SILVER_TABLES: Final = (
     *(f"{source}{QUARANTINE_SUFFIX}" for source in (*KAFKA_TOPICS, *LANDING_COLUMNS)),
 )  # fmt: skip
 GOLD_TABLES: Final = (WORKOUT_BPM_SUMMARY, GYM_SUMMARY)
-# Every table as ``<layer>.<table>``: what a declared source's expectation may reference.
+# Every table as ``<layer>.<table>``: names a declared source may not take, and may reference.
 TABLES: Final = (
     *(f"bronze.{table}" for table in BRONZE_TABLES),
     *(f"silver.{table}" for table in SILVER_TABLES),

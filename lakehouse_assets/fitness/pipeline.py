@@ -3,8 +3,6 @@ bronze streams of its three topics and two landing folders, its silver (``silver
 (``gold/``) assets, the sensors starting its streams, the freshness checks of its bronze tables,
 and its tables per layer."""
 
-from pathlib import Path
-
 import dagster as dg
 
 from lakehouse_assets.bronze.assets import kafka_bronze_asset, landing_bronze_asset
@@ -18,18 +16,12 @@ from lakehouse_assets.fitness.names import (
     KAFKA_TOPICS,
     LANDING_COLUMNS,
     SILVER_TABLES,
-    TABLES,
     Z_ORDER,
 )
 from lakehouse_assets.fitness.silver.assets import silver_assets
 from lakehouse_assets.fitness.upgrades import upgrade_of
 from lakehouse_assets.pipeline import Pipeline
 from lakehouse_assets.sensors.streams import kafka_lag_sensor, landing_sensor
-from lakehouse_assets.sources.declarations import (
-    DeclarationError,
-    SourceDeclaration,
-    load_declarations,
-)
 from resources import SensorSettings
 
 bronze_kafka_assets = [
@@ -63,9 +55,3 @@ def fitness_pipeline(settings: SensorSettings) -> Pipeline:
         tables={BRONZE: BRONZE_TABLES, SILVER: SILVER_TABLES, GOLD: GOLD_TABLES},
         z_order=Z_ORDER,
     )
-
-
-def declared_sources(folder: Path) -> tuple[list[SourceDeclaration], list[DeclarationError]]:
-    """The sources declared in ``folder`` beside this pipeline: none may take its tables' names,
-    and their expectations may reference its tables."""
-    return load_declarations(folder, reserved=[*BRONZE_TABLES, *SILVER_TABLES], tables=TABLES)

@@ -256,13 +256,14 @@ def load_declaration(path: Path) -> SourceDeclaration:
 
 
 def load_declarations(
-    folder: Path, reserved: Collection[str] = (), tables: Collection[str] = ()
+    folder: Path, tables: Collection[str] = ()
 ) -> tuple[list[SourceDeclaration], list[DeclarationError]]:
     """Every valid declaration in ``folder`` (``*.yaml``, ``*.yml``; none when it does not
-    exist), and the errors of the others. Two files declaring one name are both refused, and so
-    is a name whose tables would be ``reserved`` ones (the tables of the built-in pipeline), and
-    an expectation ``references`` to a table neither among ``tables`` (``<layer>.<table>``: the
-    built-in pipeline's) nor a declared source's."""
+    exist), and the errors of the others. ``tables``: the built-in pipeline's, as
+    ``<layer>.<table>``. Two files declaring one name are both refused, and so is a name whose
+    bronze or silver tables would be among ``tables``, and an expectation ``references`` to a
+    table neither among ``tables`` nor a declared source's."""
+    reserved = {t.split(".", 1)[1] for t in tables if t.split(".", 1)[0] in (BRONZE, SILVER)}
     paths = sorted([*folder.glob("*.yaml"), *folder.glob("*.yml")]) if folder.is_dir() else []
     loaded: list[tuple[Path, SourceDeclaration]] = []
     errors: list[DeclarationError] = []

@@ -131,7 +131,7 @@ def test_names_taken_twice_or_by_the_built_in_pipeline_are_refused(tmp_path: Pat
     write(tmp_path, "b.yaml", "topic: b\nname: same\n")
     write(tmp_path, "bpm.yaml", "topic: other_bpm\n")
     write(tmp_path, "fine.yaml", "topic: fine\n")
-    sources, errors = load_declarations(tmp_path, reserved=["bpm", "bpm_quarantine"])
+    sources, errors = load_declarations(tmp_path, tables=["bronze.bpm", "silver.bpm_quarantine"])
     assert [source.name for source in sources] == ["fine"]
     assert sorted((e.file.name, e.line, e.field) for e in errors) == [
         ("a.yaml", 1, "name"), ("b.yaml", 2, "name"), ("bpm.yaml", 1, "name"),

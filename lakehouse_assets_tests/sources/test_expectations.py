@@ -25,7 +25,7 @@ from lakehouse_assets.sources.assets import source_assets
 from lakehouse_assets.sources.declarations import load_declaration
 from lakehouse_assets_tests import fitness_oracle as oracle
 from lakehouse_assets_tests.sources.test_debezium import TOPIC, change, table
-from lakehouse_assets_tests.sources.test_declared_fields import quarantined
+from lakehouse_assets_tests.sources.test_declared_fields import BADGES, drop_file, quarantined
 from lakehouse_assets_tests.sources.test_json_sources import declare, record, rows
 from resources import LakeResource
 
@@ -263,3 +263,36 @@ def test_the_documented_example_on_the_sample(
     lake: LakeResource = resources["lake"]
     reasons = Counter(r["reason"] for r in lake.read(spark, SILVER, "pulses_quarantine").collect())
     assert reasons["expectation heartrate_positive"] == len(dropped)
+
+
+def test_a_csv_source_drops_a_landing_row_before_its_key_is_kept(
+    tmp_path: Path, resources: dict[str, Any], spark: SparkSession
+) -> None:
+    path = tmp_path / "badges.yaml"
+    path.write_text(
+        BADGES + "expectations:\n"
+        "  - {name: known_door, check: \"door IN ('north', 'south')\", on_violation: drop}\n"
+        "  - {name: some_badges, row_count: {max: 1}, on_violation: fail}\n"
+    )
+    source = load_declaration(path)
+    lake: LakeResource = resources["lake"]
+    drop_file(lake, "badges", "scans-1.csv", "badge_id,door,at\n1,north,100\n1,attic,200\n2,,5\n")
+    result = dg.materialize(source_assets(source), resources=resources)
+    assert result.success
+    # (1, attic, 200) would have been the key's row; dropped, (1, north, 100) is kept.
+    kept = rows(spark, lake, "badges", "badge_id")
+    assert [(r["badge_id"], r["door"], r["at"]) for r in kept] == [(1, "north", 100)]
+    rejected = rows(spark, lake, "badges_quarantine", "raw_text")
+    assert [(r["raw_text"], r["reason"]) for r in rejected] == [
+        ("1,attic,200", "expectation known_door"), ("2,,5", "missing door"),
+    ]  # fmt: skip
+    got = outcomes(result)
+    assert got["known_door"] == (False, "WARN", 1)
+    assert got["some_badges"] == (True, "ERROR", 1)
+
+    # A second key makes two rows: above the bound, the step fails after writing.
+    drop_file(lake, "badges", "scans-2.csv", "3,south,300\n")
+    result = dg.materialize(source_assets(source), resources=resources, raise_on_error=False)
+    assert not result.success
+    assert outcomes(result)["some_badges"] == (False, "ERROR", 2)
+    assert len(rows(spark, lake, "badges", "badge_id")) == 2
