@@ -19,8 +19,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from pyspark.errors import PySparkException
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import BooleanType
 
 from lakehouse_assets.checks.transforms import SAMPLE_ROWS, Outcome
 
@@ -29,8 +31,9 @@ ACTIONS: tuple[Action, ...] = ("warn", "drop", "fail")
 REASON_PREFIX = "expectation "  # a dropped record's reason: "expectation <name>"
 
 
-class ExpectationColumnsError(ValueError):
-    """An expectation names a column its table (of an inferred schema) does not have."""
+class ExpectationError(ValueError):
+    """An expectation that cannot be evaluated on its records or table: a column it names is
+    not there, or its check is not a condition of them."""
 
 
 @dataclass(frozen=True)
@@ -88,6 +91,31 @@ def violates(expectation: Expectation) -> Column:
     return ~F.coalesce(F.expr(expectation.check), F.lit(True))
 
 
+def require_conditions(records: DataFrame, expectations: Sequence[Expectation]) -> None:
+    """Refuse ``check`` expectations that are not boolean conditions of ``records`` (one
+    analysis of all of them, before anything is written).
+
+    Raises:
+        ExpectationError: naming the expectation and what Spark says of its check.
+    """
+    checks = [expectation for expectation in expectations if expectation.per_row]
+    for expectation in checks:
+        try:
+            [field] = records.select(F.expr(expectation.check or "")).schema.fields
+        except PySparkException as error:
+            first = str(error).strip().splitlines()[0]
+            raise ExpectationError(
+                f"The check of the expectation {expectation.name!r} cannot be evaluated on "
+                f"the records: {first}. Fix the declaration; the records wait in bronze."
+            ) from None
+        if not isinstance(field.dataType, BooleanType):
+            raise ExpectationError(
+                f"The check of the expectation {expectation.name!r} is a "
+                f"{field.dataType.simpleString()}, not a condition. Fix the declaration; the "
+                "records wait in bronze."
+            )
+
+
 def mark_dropped(
     records: DataFrame, expectations: Sequence[Expectation], reason: str, judged: Column
 ) -> DataFrame:
@@ -131,7 +159,8 @@ def run_outcomes(
         shown = []
         if row[n]:  # the columns looked up only then: one round trip less
             columns = columns or [c for c, kind in records.dtypes if kind != "binary"]
-            shown = records.where(rows).select(*columns).limit(SAMPLE_ROWS).collect()
+            quoted = [F.col(f"`{column}`") for column in columns]  # a name may hold a dot
+            shown = records.where(rows).select(*quoted).limit(SAMPLE_ROWS).collect()
         outcomes[name] = Outcome(name, int(row[n]), [r.asDict() for r in shown])
     return outcomes
 
@@ -162,15 +191,17 @@ def table_outcome(
 
 def require_table_columns(expectation: Expectation, table: DataFrame, name: str) -> None:
     """Refuse to evaluate a ``unique`` or ``references`` expectation on the table ``name``
-    (``table``) when it lacks a column the expectation names.
+    (``table``: the expectation's own, or the one it references) when it lacks a column the
+    expectation names (compared as Spark does, regardless of case).
 
     Raises:
-        ExpectationColumnsError: naming the columns missing and the columns there are.
+        ExpectationError: naming the columns missing and the columns there are.
     """
     named = expectation.unique or (expectation.references or ("", ()))[1]
-    missing = sorted(set(named) - set(table.columns))
+    present = {column.lower() for column in table.columns}
+    missing = sorted(column for column in named if column.lower() not in present)
     if missing:
-        raise ExpectationColumnsError(
+        raise ExpectationError(
             f"The expectation {expectation.name!r} names {', '.join(missing)}, which "
             f"{name} does not have (its columns: {', '.join(table.columns)}). Fix the "
             "declaration: the rows are written, and the next run checks them."

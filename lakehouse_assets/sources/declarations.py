@@ -273,15 +273,9 @@ def load_declarations(
         except InvalidDeclaration as invalid:
             errors.extend(invalid.errors)
     names = [declaration.name for _, declaration in loaded]
-    known = {*tables, *[f"{layer}.{name}" for name in names for layer in (BRONZE, SILVER)]}
-    declarations = []
+    accepted: list[tuple[Path, SourceDeclaration]] = []
     for path, declaration in loaded:
-        unknown = list(reference_errors(declaration.expectations, known))
-        if unknown:
-            lines = lines_of(path)
-            errors.extend(rule_error(path, lines, field, message) for field, message in unknown)
-            continue
-        taken = {declaration.name, f"{declaration.name}{QUARANTINE_SUFFIX}"} & set(reserved)
+        taken = {declaration.name, f"{declaration.name}{QUARANTINE_SUFFIX}"} & reserved
         if taken:
             message = f"the name {declaration.name!r} is taken: a table {sorted(taken)[0]} exists"
             errors.append(DeclarationError(path, lines_of(path).get(("name",), 1), "name", message))
@@ -289,6 +283,19 @@ def load_declarations(
             others = [str(p) for p, d in loaded if d.name == declaration.name and p != path]
             message = f"the name {declaration.name!r} is also declared by {', '.join(others)}"
             errors.append(DeclarationError(path, lines_of(path).get(("name",), 1), "name", message))
+        else:
+            accepted.append((path, declaration))
+    # A reference may name the tables of the sources that load (not of those refused above).
+    known = set(tables)
+    for _, declaration in accepted:
+        name = declaration.name
+        known |= {f"{BRONZE}.{name}", f"{SILVER}.{name}", f"{SILVER}.{name}{QUARANTINE_SUFFIX}"}
+    declarations = []
+    for path, declaration in accepted:
+        unknown = list(reference_errors(declaration.expectations, known))
+        if unknown:
+            lines = lines_of(path)
+            errors.extend(rule_error(path, lines, field, message) for field, message in unknown)
         else:
             declarations.append(declaration)
     return declarations, errors

@@ -27,9 +27,9 @@ from pydantic import (
     model_validator,
 )
 from sqlglot import exp
-from sqlglot.errors import ParseError
+from sqlglot.errors import ErrorLevel, ParseError
 
-from lakehouse_assets.checks.expectations import Action, Expectation, ExpectationColumnsError
+from lakehouse_assets.checks.expectations import Action, Expectation, ExpectationError
 from lakehouse_assets.checks.reconciliation import RECONCILED_WITH_BRONZE
 from lakehouse_assets.checks.results import NOT_EMPTY
 from lakehouse_assets.checks.rules import (
@@ -52,24 +52,46 @@ BUILT_IN_CHECKS = (
 )  # fmt: skip
 
 
+# Functions a check may not call: a verdict that changes between reads (the quarantine and
+# the table would disagree), or one that is not of a single row. sqlglot knows some by class.
+NOT_OF_ONE_ROW = (exp.AggFunc, exp.Window, exp.Explode, exp.Rand, exp.Uuid,
+                  exp.CurrentTimestamp, exp.CurrentDate)  # fmt: skip
+NOT_OF_ONE_ROW_NAMES = {
+    "every", "some", "any", "bool_and", "bool_or", "count_if", "explode", "explode_outer",
+    "posexplode", "posexplode_outer", "inline", "inline_outer", "stack", "now", "random",
+    "randn", "rand", "uuid", "current_timestamp", "current_date", "localtimestamp",
+    "monotonically_increasing_id", "spark_partition_id", "input_file_name",
+}  # fmt: skip
+# What a check may not be as a whole: a value, not a condition, or a statement.
+NOT_A_CONDITION = (exp.Column, exp.Literal, exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod,
+                   exp.Command, exp.Drop, exp.Create, exp.Insert, exp.Delete, exp.Update,
+                   exp.Alter, exp.Query)  # fmt: skip
+
+
 def check_columns(check: str) -> set[str]:
     """The columns a ``check`` reads (of a nested one, its top column).
 
     Raises:
-        ValueError: it is not one Spark SQL condition of a single row.
+        ValueError: it is not one Spark SQL condition of a single row, the same on every read.
     """
     try:
-        statements = sqlglot.parse(check, dialect="spark")
+        statements = sqlglot.parse(check, dialect="spark", error_level=ErrorLevel.RAISE)
     except ParseError as error:
         first = str(error).splitlines()[0]
         raise ValueError(f"is not a Spark SQL condition: {first}") from None
     if len(statements) != 1 or statements[0] is None:
         raise ValueError("must be one Spark SQL condition, not several statements")
     condition = statements[0]
+    if isinstance(condition, NOT_A_CONDITION):
+        raise ValueError("must be a condition (true or false for a row), such as kwh >= 0")
     if any(condition.find_all(exp.Select, exp.Subquery)):
         raise ValueError("is a condition of one row: it cannot query a table")
-    if any(condition.find_all(exp.AggFunc, exp.Window)):
-        raise ValueError("is a condition of one row: no aggregate or window function")
+    called = {f.name.lower() for f in condition.find_all(exp.Anonymous)}
+    if any(condition.find_all(*NOT_OF_ONE_ROW)) or called & NOT_OF_ONE_ROW_NAMES:
+        raise ValueError(
+            "is a condition of one row, the same on every read: no aggregate, window, "
+            "generator, random or current-time function"
+        )
     return {column.parts[0].name for column in condition.find_all(exp.Column)}
 
 
@@ -179,8 +201,11 @@ def expectation_errors(
             )
         if record_columns is None or table_columns is None:
             continue
+        if len(set(expectation.unique)) != len(expectation.unique):
+            yield f"expectations.{n}.unique", "names a column twice"
         for kind, columns, known in _named_columns(expectation, record_columns, table_columns):
-            for column in sorted(set(columns) - set(known)):
+            lower = {column.lower() for column in known}  # Spark's names ignore case
+            for column in sorted(c for c in set(columns) if c.lower() not in lower):
                 yield (
                     f"expectations.{n}.{kind}",
                     f"names the column {column!r}, which the table does not have; it has "
@@ -205,14 +230,15 @@ def require_columns(source: SourceDeclaration, columns: Collection[str]) -> None
     the ``source``'s ``check`` expectations names (a declaration's fields are checked at load).
 
     Raises:
-        ExpectationColumnsError: naming the expectation, the columns and the columns there are.
+        ExpectationError: naming the expectation, the columns and the columns there are.
     """
     for expectation in source.expectations:
         if expectation.check is None:
             continue
-        missing = sorted(check_columns(expectation.check) - set(columns))
+        present = {column.lower() for column in columns}  # Spark's names ignore case
+        missing = sorted(c for c in check_columns(expectation.check) if c.lower() not in present)
         if missing:
-            raise ExpectationColumnsError(
+            raise ExpectationError(
                 f"The expectation {expectation.name!r} of the source {source.name!r} names "
                 f"{', '.join(missing)}, which its records do not have (their columns: "
                 f"{', '.join(columns)}). Fix the check in the declaration; the records wait in "

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from lakehouse_assets.checks.expectations import mark_dropped
+from lakehouse_assets.checks.expectations import mark_dropped, require_conditions
 from lakehouse_assets.checks.rules import TableRules
 from lakehouse_assets.refinement.parsed import ParsedTable, Transform
 from lakehouse_assets.sources.columns import ADDED
@@ -107,8 +107,15 @@ def _json_parts(source: SourceDeclaration) -> tuple[Transform, Transform, dict[s
 
 
 def _dropped(source: SourceDeclaration, parsed: DataFrame) -> DataFrame:
-    """``parsed`` with the reason of each valid record a ``drop`` expectation removes."""
+    """``parsed`` with the reason of each valid record a ``drop`` expectation removes.
+
+    Raises:
+        ExpectationError: a check is not a condition of the records (``require_conditions``).
+    """
     expectations = [declared.expectation() for declared in source.expectations]
+    if not expectations:
+        return parsed
+    require_conditions(parsed, expectations)
     return mark_dropped(parsed, expectations, REASON, F.col(REASON).isNull())
 
 

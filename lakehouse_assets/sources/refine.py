@@ -15,7 +15,11 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from lakehouse_assets.checks.expectations import mark_dropped, run_outcomes
+from lakehouse_assets.checks.expectations import (
+    mark_dropped,
+    require_conditions,
+    run_outcomes,
+)
 from lakehouse_assets.checks.transforms import Outcome
 from lakehouse_assets.constants import SILVER
 from lakehouse_assets.refinement.step import write_quarantine
@@ -131,20 +135,23 @@ def refine(
 def _expected(
     source: SourceDeclaration, typed: DataFrame, columns: Sequence[str]
 ) -> tuple[DataFrame, dict[str, Outcome]]:
-    """``typed`` with the records its ``drop`` expectations remove given their reason, and the
-    run's outcome of each ``check`` expectation (a delete, a skipped record is not judged).
+    """``typed`` with the records its ``drop`` expectations remove given their reason
+    (checkpointed: the quarantine and the table see one verdict), and the run's outcome of each
+    ``check`` expectation (a delete, a skipped record is not judged).
 
     Raises:
-        ExpectationColumnsError: a check names a column the records do not have.
+        ExpectationError: a check names a column the records lack, or is not a condition.
     """
     expectations = [declared.expectation() for declared in source.expectations]
     if not any(expectation.per_row for expectation in expectations):
         return typed, {}
     require_columns(source, columns)
+    require_conditions(typed, expectations)
     judged = F.col(REASON).isNull() & ~F.col(SKIPPED) & ~F.col(DELETED)
     marked = mark_dropped(typed, expectations, REASON, judged)
-    kept = F.col(REASON).isNull() & ~F.col(SKIPPED) & ~F.col(DELETED)
-    return marked, run_outcomes(marked, expectations, REASON, kept, columns)
+    if any(expectation.on_violation == "drop" for expectation in expectations):
+        marked = marked.localCheckpoint(eager=True)
+    return marked, run_outcomes(marked, expectations, REASON, judged, columns)
 
 
 def _batch_facts(typed: DataFrame, source: SourceDeclaration) -> tuple[int, list[str], int, int]:

@@ -3,12 +3,15 @@ reason, what a run counts, and the table-wide kinds; every count is hand-counted
 
 from __future__ import annotations
 
+import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from lakehouse_assets.checks.expectations import (
     Expectation,
+    ExpectationError,
     mark_dropped,
+    require_conditions,
     row_count_holds,
     run_outcomes,
     table_outcome,
@@ -97,3 +100,14 @@ def test_row_count_bounds_include_their_ends() -> None:
     two_to_three = Expectation("n", "fail", row_count=(2, 3))
     assert [row_count_holds(two_to_three, n) for n in (1, 2, 3, 4)] == [False, True, True, False]
     assert row_count_holds(Expectation("n", "warn", row_count=(None, 0)), 0)
+
+
+def test_a_check_that_is_no_condition_of_the_records_is_refused_before_any_write(
+    spark: SparkSession,
+) -> None:
+    records = spark.createDataFrame([(1, 5, "a", None)], RECORDS)
+    require_conditions(records, [POSITIVE, NAMED, Expectation("u", "warn", unique=("id",))])
+    with pytest.raises(ExpectationError, match="'total' is a bigint, not a condition"):
+        require_conditions(records, [Expectation("total", "warn", check="coalesce(kwh, 0)")])
+    with pytest.raises(ExpectationError, match="'odd' cannot be evaluated on the records"):
+        require_conditions(records, [Expectation("odd", "drop", check="no_such_function(kwh)")])

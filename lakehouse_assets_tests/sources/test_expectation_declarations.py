@@ -78,6 +78,14 @@ def test_each_kind_loads_with_its_action(tmp_path: Path) -> None:
         ('{name: accepted_site, check: "kwh > 0"}', 10, "expectations.0.name", "anyway"),
         ('{name: Big, check: "kwh > 0"}', 10, "expectations.0.name", "lower case"),
         ('{name: a, check: "kwh > 0", when: x}', 10, "expectations.0.when", "unknown field"),
+        ('{name: a, check: "DROP TABLE t"}', 10, "expectations.0.check", "be a condition"),
+        ('{name: a, check: "kwh + 1"}', 10, "expectations.0.check", "must be a condition"),
+        ('{name: a, check: "kwh"}', 10, "expectations.0.check", "must be a condition"),
+        ('{name: a, check: "rand() > 0.5"}', 10, "expectations.0.check", "the same on every"),
+        ('{name: a, check: "now() > kwh"}', 10, "expectations.0.check", "current-time"),
+        ('{name: a, check: "every(kwh > 0)"}', 10, "expectations.0.check", "aggregate"),
+        ('{name: a, check: "explode(array(kwh)) > 0"}', 10, "expectations.0.check", "generator"),
+        ("{name: a, unique: [quarter, quarter]}", 10, "expectations.0.unique", "twice"),
     ],
 )  # fmt: skip
 def test_a_wrong_expectation_is_refused_with_its_file_line_and_field(
@@ -98,6 +106,11 @@ def test_two_expectations_of_one_name_are_refused(tmp_path: Path) -> None:
     [error] = raised.value.errors
     assert (error.line, error.field) == (11, "expectations.1.name")
     assert "declared twice" in error.message
+
+
+def test_columns_are_matched_regardless_of_case_as_spark_does(tmp_path: Path) -> None:
+    text = METERS + '  - {name: a, check: "KWH >= 0"}\n  - {name: b, unique: [Meter_Id]}\n'
+    assert len(load_declaration(write(tmp_path, "meters.yaml", text)).expectations) == 2
 
 
 def test_a_check_may_name_a_nested_column_and_lambda_variables(tmp_path: Path) -> None:
@@ -147,3 +160,18 @@ def test_a_reference_names_a_table_of_the_pipeline_or_a_declared_source(tmp_path
         "probes.yaml", 10, "expectations.0.references.table",
     )  # fmt: skip
     assert "'silver.nowhere'" in error.message
+
+
+def test_a_reference_to_a_refused_source_is_refused_and_a_quarantine_may_be_named(
+    tmp_path: Path,
+) -> None:
+    references = "  - {{name: r, references: {{table: {table}, columns: [meter_id]}}}}\n"
+    write(tmp_path, "a.yaml", "name: twice\ntopic: a\n")
+    write(tmp_path, "b.yaml", "name: twice\ntopic: b\n")
+    write(tmp_path, "meters.yaml", METERS + references.format(table="silver.twice"))
+    write(tmp_path, "gauges.yaml", METERS + references.format(table="silver.meters_quarantine"))
+    declared, errors = load_declarations(tmp_path)
+    assert [d.name for d in declared] == ["gauges"]
+    assert sorted((e.file.name, e.field) for e in errors) == [
+        ("a.yaml", "name"), ("b.yaml", "name"), ("meters.yaml", "expectations.0.references.table"),
+    ]  # fmt: skip

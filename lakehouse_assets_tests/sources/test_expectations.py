@@ -296,3 +296,19 @@ def test_a_csv_source_drops_a_landing_row_before_its_key_is_kept(
     assert not result.success
     assert outcomes(result)["some_badges"] == (False, "ERROR", 2)
     assert len(rows(spark, lake, "badges", "badge_id")) == 2
+
+
+def test_a_table_wide_expectation_naming_a_missing_column_fails_its_check_not_the_step(
+    tmp_path: Path, broker: EmbeddedBroker, resources: dict[str, Any], spark: SparkSession
+) -> None:
+    text = (
+        "topic: gauges\nexpectations:\n  - {name: one_each, unique: [nope], on_violation: warn}\n"
+    )
+    source = declare(tmp_path, resources, "gauges", text)
+    produce(broker.bootstrap_servers, [record(None, {"level": 1}, "gauges")])
+    result = dg.materialize(source_assets(source), resources=resources)
+    assert result.success  # the run's records are written; the declaration is to fix
+    [evaluation] = [e for e in result.get_asset_check_evaluations() if e.check_name == "one_each"]
+    assert not evaluation.passed
+    assert "names nope, which silver.gauges does not have" in evaluation.metadata["error"].value
+    assert len(rows(spark, resources["lake"], "gauges", "_kafka_offset")) == 1
