@@ -1,11 +1,14 @@
 """The rules of a declared source across its fields, checked once each field is valid by itself
-(``declarations.load_declaration`` reports them with the file and line)."""
+(``declarations.load_declaration`` reports them with the file and line), and the names that
+sources of one folder may take (``declarations.load_declarations``)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
 
+from lakehouse_assets.constants import QUARANTINE_SUFFIX
+from lakehouse_assets.sources.declaration_errors import DeclarationError, lines_of
 from lakehouse_assets.sources.declarations import (
     CDC_MODES,
     LANDING,
@@ -63,3 +66,26 @@ def rule_errors(declaration: SourceDeclaration) -> Iterator[tuple[str, str]]:
     )
     if declaration.mode == "append" and declaration.order_by != OFFSET:
         yield "order_by", "an append source keeps every record: 'order_by' does not apply"
+
+
+def named_once(
+    loaded: list[tuple[Path, SourceDeclaration]],
+    reserved: set[str],
+    errors: list[DeclarationError],
+) -> list[tuple[Path, SourceDeclaration]]:
+    """The ``loaded`` declarations whose name no other file and no ``reserved`` table takes;
+    the others' errors added to ``errors``."""
+    names = [declaration.name for _, declaration in loaded]
+    accepted: list[tuple[Path, SourceDeclaration]] = []
+    for path, declaration in loaded:
+        taken = {declaration.name, f"{declaration.name}{QUARANTINE_SUFFIX}"} & reserved
+        if taken:
+            message = f"the name {declaration.name!r} is taken: a table {sorted(taken)[0]} exists"
+            errors.append(DeclarationError(path, lines_of(path).get(("name",), 1), "name", message))
+        elif names.count(declaration.name) > 1:
+            others = [str(p) for p, d in loaded if d.name == declaration.name and p != path]
+            message = f"the name {declaration.name!r} is also declared by {', '.join(others)}"
+            errors.append(DeclarationError(path, lines_of(path).get(("name",), 1), "name", message))
+        else:
+            accepted.append((path, declaration))
+    return accepted

@@ -21,12 +21,9 @@ and checked by its rules (``validation``), a record breaking one quarantined wit
       - {name: zip, type: integer, required: false, path: address.zip}
       - {name: action, type: string, allowed: [start, stop]}
 
-Expectations of the silver table (``lakehouse_assets.sources.expectation_declarations``)::
-
-    expectations:
-      - {name: kwh_not_negative, check: "kwh >= 0", on_violation: drop}
-
-A ``route-by-type`` source adds a ``routing`` block (``lakehouse_assets.sources.routing``).
+An ``expectations`` block states what the silver table should hold
+(``lakehouse_assets.sources.expectation_declarations``); a ``route-by-type`` source adds a
+``routing`` block (``lakehouse_assets.sources.routing``).
 
 A file that does not validate is reported with its file, line and field, and skipped: the other
 sources still load.
@@ -272,19 +269,9 @@ def load_declarations(
             loaded.append((path, load_declaration(path)))
         except InvalidDeclaration as invalid:
             errors.extend(invalid.errors)
-    names = [declaration.name for _, declaration in loaded]
-    accepted: list[tuple[Path, SourceDeclaration]] = []
-    for path, declaration in loaded:
-        taken = {declaration.name, f"{declaration.name}{QUARANTINE_SUFFIX}"} & reserved
-        if taken:
-            message = f"the name {declaration.name!r} is taken: a table {sorted(taken)[0]} exists"
-            errors.append(DeclarationError(path, lines_of(path).get(("name",), 1), "name", message))
-        elif names.count(declaration.name) > 1:
-            others = [str(p) for p, d in loaded if d.name == declaration.name and p != path]
-            message = f"the name {declaration.name!r} is also declared by {', '.join(others)}"
-            errors.append(DeclarationError(path, lines_of(path).get(("name",), 1), "name", message))
-        else:
-            accepted.append((path, declaration))
+    from lakehouse_assets.sources.declaration_rules import named_once  # it reads the model
+
+    accepted = named_once(loaded, reserved, errors)
     # A reference may name the tables of the sources that load (not of those refused above).
     known = set(tables)
     for _, declaration in accepted:

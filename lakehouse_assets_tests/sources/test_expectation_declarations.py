@@ -13,6 +13,7 @@ from lakehouse_assets.sources.declarations import (
     load_declaration,
     load_declarations,
 )
+from lakehouse_assets_tests.sources.test_declarations import write
 
 METERS = """\
 topic: meters
@@ -25,12 +26,6 @@ fields:
   - {name: site, type: string, required: false}
 expectations:
 """
-
-
-def write(folder: Path, name: str, text: str) -> Path:
-    path = folder / name
-    path.write_text(text)
-    return path
 
 
 def test_each_kind_loads_with_its_action(tmp_path: Path) -> None:
