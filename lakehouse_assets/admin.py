@@ -1,7 +1,7 @@
 """The ``lakehouse`` commands that look after the lake's tables and the source declarations:
 ``migrate`` (tables of earlier layouts, every table registered in the catalog), ``sources`` (list
-and check the declarations), ``profile`` (print a table's column profile), ``sql`` (a query on
-the catalog), and ``produce-sample`` (the sample sources for
+and check the declarations), ``replay`` (a source's quarantine), ``profile`` (print a table's
+column profile), ``sql`` (a query on the catalog), and ``produce-sample`` (the sample sources for
 the documented `make dev` path)."""
 
 from __future__ import annotations
@@ -161,3 +161,46 @@ def produce_sample(users: int, days: int) -> None:
     counts = sample_data.produce(servers, sample.messages)
     print(f"Produced into {servers}: {counts}")
     print(f"Wrote {len(sample.files)} landing files under {root}/{LANDING_DIR}")
+
+
+def replay(source: str, reason: str | None, since: str | None, until: str | None) -> None:
+    """Replay the quarantine of ``source`` (its bronze table's name): a run of the
+    ``replay_quarantine`` job on the source's silver step alone, recorded in the Dagster instance
+    of ``DAGSTER_HOME`` when set (and waiting there for the step's pool, so that it never writes
+    beside the stream's own run). Prints what it did; exits 1 when the run fails."""
+    import dagster as dg
+
+    from lakehouse_assets.definitions import REPLAY_JOB, quarantine_of, replayable_steps
+    from lakehouse_assets.refinement.replay import REPLAY_COUNTS
+    from resources import build_resources
+
+    steps = replayable_steps()
+    step = next((s for s in steps if quarantine_of(s) == f"{source}_quarantine"), None)
+    if step is None:
+        names = ", ".join(sorted(str(quarantine_of(s)).removesuffix("_quarantine") for s in steps))
+        sys.exit(f"No source {source!r} has a quarantine to replay; those that do: {names}")
+    chosen = {"reason": reason, "since": since, "until": until}
+    config = {"replay": {name: value for name, value in chosen.items() if value}}
+    # The step on the settings of now (the definitions' resources are of their import).
+    job = dg.define_asset_job(REPLAY_JOB, [step])
+    defined = dg.Definitions(assets=[step], jobs=[job], resources=build_resources())
+    home = os.environ.get("DAGSTER_HOME")
+    with dg.DagsterInstance.get() if home else dg.DagsterInstance.ephemeral() as instance:
+        result = defined.resolve_job_def(REPLAY_JOB).execute_in_process(
+            run_config={"ops": {step.op.name: {"config": config}}},
+            instance=instance,
+            raise_on_error=False,
+        )
+    if not result.success:
+        failures = result.get_step_failure_events()
+        why = failures[0].step_failure_data.error if failures else None
+        message = why.message.strip() if why else "see the run's log"
+        sys.exit(f"The replay of {source} failed (run {result.run_id}): {message}")
+    quarantine = next(
+        m for m in result.asset_materializations_for_node(step.op.name)
+        if m.asset_key.path[-1] == f"{source}_quarantine"
+    )  # fmt: skip
+    counts = {name: quarantine.metadata.get(name) for name in REPLAY_COUNTS}
+    replayed, still = [count.value if count else 0 for count in counts.values()]
+    print(f"{source}: {replayed} quarantined records replayed into the table, {still} rejected "
+          f"again (left open, with their new reason); run {result.run_id}")  # fmt: skip

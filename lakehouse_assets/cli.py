@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lakehouse_assets.admin import migrate, produce_sample, profile, sources, sql
+from lakehouse_assets.admin import migrate, produce_sample, profile, replay, sources, sql
 from lakehouse_assets.devtools import sql_auth
 from lakehouse_assets.devtools.broker import (
     DEFAULT_BROKER_PORT,
@@ -159,6 +159,20 @@ def main(argv: Sequence[str] | None = None) -> None:
         "migrate", help="take over a lake written by earlier versions (run once, no run writing)"
     )
     commands.add_parser("sources", help="list the declared sources; fail on invalid files")
+    run_replay = commands.add_parser(
+        "replay",
+        help="replay a source's quarantine: its open records parsed again by today's rules",
+    )
+    run_replay.add_argument("source", help="the source (its bronze table), e.g. bpm")
+    run_replay.add_argument(
+        "--reason", help="only records whose reason matches this SQL LIKE pattern"
+    )
+    run_replay.add_argument(
+        "--since", help="only records bronze ingested at or after this ISO date-time (UTC)"
+    )
+    run_replay.add_argument(
+        "--until", help="only records bronze ingested before this ISO date-time (UTC)"
+    )
     run_sql = commands.add_parser(
         "sql", help="run a SQL query on the lake's catalog and print its result as a table"
     )
@@ -194,6 +208,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             migrate()
         elif args.command == "sources":
             sources()
+        elif args.command == "replay":
+            replay(args.source, args.reason, args.since, args.until)
         elif args.command == "sql":
             sql(args.query, args.max_rows)
         elif args.command == "cdc-demo":

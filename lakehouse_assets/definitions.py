@@ -5,7 +5,7 @@ from collections.abc import Sequence
 
 import dagster as dg
 
-from lakehouse_assets.constants import BRONZE, GOLD, SILVER
+from lakehouse_assets.constants import BRONZE, GOLD, QUARANTINE_SUFFIX, SILVER
 from lakehouse_assets.executor import threaded_executor
 from lakehouse_assets.fitness.names import TABLES
 from lakehouse_assets.fitness.pipeline import fitness_pipeline
@@ -19,6 +19,7 @@ from resources import build_resources, sensor_settings
 from resources.settings import schema_prefix, sources_dir
 
 log = logging.getLogger(__name__)
+REPLAY_JOB = "replay_quarantine"
 
 
 def lakehouse_definitions(sources: Sequence[SourceDeclaration] = ()) -> dg.Definitions:
@@ -46,17 +47,8 @@ def lakehouse_definitions(sources: Sequence[SourceDeclaration] = ()) -> dg.Defin
         minimum_interval_seconds=settings.interval_s,
     )
     assets = [asset for pipeline in pipelines for asset in pipeline.assets]
-    routed = [source.name for source in sources if source.mode == ROUTE]
     # Every silver table rebuilt from all of its upstream (the run config of each silver asset).
-    # (A route-by-type source's routed tables are merged by id, not rebuilt.)
-    routers = {f"silver_{name}" for name in routed}
-    silver = [
-        asset
-        for asset in assets
-        if isinstance(asset, dg.AssetsDefinition)
-        and SILVER in asset.group_names_by_key.values()
-        and asset.node_def.name not in routers
-    ]
+    silver = silver_steps(assets, sources)
     rebuild_job = dg.define_asset_job(
         "silver_full_refresh",
         dg.AssetSelection.assets(*silver),
@@ -64,10 +56,22 @@ def lakehouse_definitions(sources: Sequence[SourceDeclaration] = ()) -> dg.Defin
         description="Rebuild every silver table from all of its upstream, each replaced in one "
         "commit (readers see the old table until then); gold follows by its automation.",
     )
+    replayable = [asset for asset in silver if quarantine_of(asset)]
+    replay_job = dg.define_asset_job(
+        REPLAY_JOB,
+        dg.AssetSelection.assets(*replayable),
+        config={"ops": {asset.op.name: {"config": {"replay": {}}} for asset in replayable}},
+        description="Replay quarantines: each step's open quarantined records parsed again "
+        "from bronze by today's rules and declarations; those that pass reach the table (as if "
+        "they had arrived in order) and are marked replayed, the others stay open with their new "
+        "reason. Select one source's step to replay its quarantine alone, and choose records by "
+        "`reason` (a SQL LIKE pattern), `since` and `until` (when bronze ingested them) in its "
+        "`replay` config. `lakehouse replay <source>` runs it from a shell.",
+    )
     return dg.Definitions(
         assets=with_table_names(assets, schema_prefix()),
         asset_checks=[check for pipeline in pipelines for check in pipeline.freshness_checks],
-        jobs=[refresh_job, gold_job, rebuild_job, *maintenance_jobs.values(), profiles],
+        jobs=[refresh_job, gold_job, rebuild_job, replay_job, *maintenance_jobs.values(), profiles],
         schedules=[*maintenance_schedules, profile_schedule(profiles)],
         sensors=[
             *[sensor for pipeline in pipelines for sensor in pipeline.sensors],
@@ -77,6 +81,32 @@ def lakehouse_definitions(sources: Sequence[SourceDeclaration] = ()) -> dg.Defin
         # Every step of a run in a thread of the run's own process, independent ones at once.
         executor=threaded_executor,
     )
+
+
+def silver_steps(
+    assets: Sequence[dg.AssetsDefinition | dg.AssetSpec], sources: Sequence[SourceDeclaration]
+) -> list[dg.AssetsDefinition]:
+    """The silver steps that rebuild their tables and replay their quarantines on request; a
+    route-by-type source's excepted (its routed tables are merged by id)."""
+    routers = {f"silver_{source.name}" for source in sources if source.mode == ROUTE}
+    return [
+        asset
+        for asset in assets
+        if isinstance(asset, dg.AssetsDefinition)
+        and SILVER in asset.group_names_by_key.values()
+        and asset.node_def.name not in routers
+    ]
+
+
+def replayable_steps() -> list[dg.AssetsDefinition]:
+    """The silver steps of the definitions that replay a quarantine."""
+    return [step for step in silver_steps(all_assets, declarations) if quarantine_of(step)]
+
+
+def quarantine_of(asset: dg.AssetsDefinition) -> str | None:
+    """The quarantine table a silver step writes, if it writes one."""
+    names = [key.path[-1] for key in asset.keys]
+    return next((name for name in names if name.endswith(QUARANTINE_SUFFIX)), None)
 
 
 declarations, declaration_errors = load_declarations(sources_dir(), tables=TABLES)

@@ -21,7 +21,7 @@ NOT_UTF8 = "not utf-8"
 TOMBSTONE = "no value (tombstone)"  # a Kafka record without a value
 HEX_PREFIX = "hex:"  # raw_text of bytes that are not UTF-8 text
 # Spark SQL types the fields are read as: epoch seconds keep their microseconds as decimals.
-_SQL_TYPE = {"integer": "bigint", "number": "decimal(20,6)", "string": "string"}
+SQL_TYPE = {"integer": "bigint", "number": "decimal(20,6)", "string": "string"}
 # What each column of a quarantine table holds (its column schema in the Dagster UI).
 QUARANTINE = {
     "source": "Where the record came from: the Kafka topic, or the landing file.",
@@ -33,6 +33,9 @@ QUARANTINE = {
     "reason": "Why the record was rejected: the first rule it breaks (e.g. `missing user_id`, "
     "`wrong type heartrate`, `malformed json`, `not utf-8`).",
     "ingested_at": "When bronze ingested the record (UTC).",
+    "replayed_by": "The run id of the replay that brought the record into the table (null: the "
+    "record is open).",
+    "replayed_at": "When that replay ran (UTC).",
 }
 
 
@@ -108,7 +111,7 @@ def _json_checks(fields: Sequence[JsonField]) -> list[tuple[Column, str]]:
 def _typed(field: JsonField) -> Column:
     """The field's value as its column's type (null when absent or when the type cannot hold
     it)."""
-    return F.expr(f"try_variant_get(_variant, '{field.json_path}', '{_SQL_TYPE[field.kind]}')")
+    return F.expr(f"try_variant_get(_variant, '{field.json_path}', '{SQL_TYPE[field.kind]}')")
 
 
 def _as_text(field: JsonField) -> Column:

@@ -50,6 +50,12 @@ class Changes:
         """The upstream version the changes reach."""
         return next(iter(self.markers.values()))
 
+    @property
+    def reached(self) -> str:
+        """The upstream version the changes reach, as the UI shows it (``-``: a replay's, which
+        reads records already consumed)."""
+        return str(self.upstream_version) if self.markers else "-"
+
 
 def read_changes(
     lake: LakeResource,

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import dagster as dg
+from pydantic import Field
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -40,7 +41,15 @@ from lakehouse_assets.constants import BRONZE, DATE, SILVER, asset_key, asset_ta
 from lakehouse_assets.migrations import Upgrade
 from lakehouse_assets.refinement.accounting import accounted_by_the_writes, batch_counts
 from lakehouse_assets.refinement.changes import SILVER_KINDS, Changes, SilverConfig, read_changes
+from lakehouse_assets.refinement.column_types import follow_declared_types
 from lakehouse_assets.refinement.layout import dated, days_of, layout, read_days
+from lakehouse_assets.refinement.replay import (
+    ReplayConfig,
+    Replaying,
+    mark_replayed,
+    replay_metadata,
+    start_replay,
+)
 from lakehouse_assets.refinement.step import (
     Refinement,
     quarantine_table,
@@ -85,7 +94,14 @@ class ParsedTable:
     # A key is its record's identity (a reading's device and time): a row, once in the table,
     # never changes, so only new keys are inserted (an insert-only merge, no file rewritten).
     insert_only: bool = False
+    # The condition a replayed row must meet to replace its key's row (``refinement.replay``):
+    # that it came later (default: ``update_when``; a table of ``append`` or ``insert_only``
+    # inserts only the replayed rows whose keys it lacks).
+    replay_when: Condition | None = None
     rules: TableRules | None = None
+    # The Spark SQL types a user declared for its columns, which the table follows when they
+    # change (``column_types``); None: types fixed by the code.
+    column_types: Mapping[str, str] | None = None
     # Declared by a user (``checks.expectations``); ``parse`` gives the dropped their reason.
     expectations: tuple[Expectation, ...] = ()
     descriptions: Mapping[str, str] | None = None
@@ -100,6 +116,17 @@ class ParsedTable:
     @property
     def quarantine_table(self) -> str:
         return quarantine_table(self.source)
+
+
+class ParsedConfig(SilverConfig):
+    """Options of one run of a parsed silver step."""
+
+    replay: ReplayConfig | None = Field(
+        default=None,
+        description="Replay the source's quarantine instead of reading new records: its open "
+        "records (those chosen here) parsed again from bronze by today's rules; those that pass "
+        "reach the table and are marked replayed, the others stay with their new reason.",
+    )
 
 
 def _rows_to_merge(
@@ -182,15 +209,22 @@ def parsed_table_asset(spec: ParsedTable) -> dg.AssetsDefinition:
     )
     def _asset(
         context: dg.AssetExecutionContext,
-        config: SilverConfig,
+        config: ParsedConfig,
         spark: SparkResource,
         lake: LakeResource,
     ) -> Iterator[dg.MaterializeResult]:
         session = spark.get_session()
         upstream = (BRONZE, spec.source)
-        changes = read_changes(lake, session, spec.table, upstream, config.full_refresh)
-        done = _refine(context, lake, session, spec, changes, config.full_refresh)
-        yield from refined_results(lake, session, spec.table, spec.source, done)
+        replayed = None
+        if config.replay is not None:
+            replayed = start_replay(
+                lake, session, spec.source, config.replay, context.run_id, config.full_refresh
+            )
+            changes = Changes(replayed.records, {}, fresh=True)
+        else:
+            changes = read_changes(lake, session, spec.table, upstream, config.full_refresh)
+        done = _refine(context, lake, session, spec, changes, config.full_refresh, replayed)
+        yield from refined_results(context, lake, session, spec.table, spec.source, done)
         fail_broken(done.checks, spec.expectations)
 
     return _asset
@@ -203,10 +237,15 @@ def _refine(
     spec: ParsedTable,
     changes: Changes,
     rebuild: bool,
+    replayed: Replaying | None = None,
 ) -> Refinement:
     """Bring ``silver.<table>`` and the source's quarantine up to date with ``changes`` (with
-    ``rebuild``, all of bronze: each table replaced in one commit), and check them."""
+    ``rebuild``, all of bronze: each table replaced in one commit; ``replayed``: the
+    quarantined records a replay reads, then marked in the quarantine after the table's
+    write), and check them."""
     table_key = asset_key(SILVER, spec.table)
+    if spec.column_types and not rebuild:
+        follow_declared_types(lake, spark, spec.table, spec.column_types, layout(spec.dated_by))
     # Materialized once: the writes and checks below each read it without reading bronze.
     parsed = spec.parse(changes.rows).localCheckpoint(eager=True)
     rows = None
@@ -218,32 +257,42 @@ def _refine(
         spec.rules,
     )  # fmt: skip
     quarantine_before = lake.version(SILVER, spec.quarantine_table)
-    quarantined = write_quarantine(
-        lake,
-        spec.source,
-        spec.quarantine(parsed),
-        changes.markers,
-        rebuild,
-        rejected,
-        spec.quarantine_upgrade,
-    )
+    quarantined = replayed_count = 0
+    if replayed is None:
+        quarantined = write_quarantine(
+            lake,
+            spec.source,
+            spec.quarantine(parsed),
+            changes.markers,
+            rebuild,
+            rejected,
+            spec.quarantine_upgrade,
+        )
     if rebuild:
         lake.replace(
             SILVER, spec.table, all_rows(spec, parsed), changes.markers, layout(spec.dated_by)
         )
-    if rows is not None and spec.append:
+    if rows is not None and spec.append and replayed is None:
         if not lake.holds(SILVER, spec.table, changes.markers):  # else a re-run's: written
             lake.append(SILVER, spec.table, rows, layout(spec.dated_by), changes.markers)
     elif rows is not None:
+        # A replay inserts an appended table's rows by their keys: a second replay adds none.
+        insert_only = spec.insert_only or spec.append
+        update_when = None if insert_only else spec.update_when
+        if replayed is not None and not insert_only:
+            update_when = spec.replay_when or update_when
         lake.merge(
             SILVER, spec.table, rows, spec.keys, markers=changes.markers,
-            update_when=spec.update_when, delete_flag="deleted" if spec.from_history else None,
-            partition_by=layout(spec.dated_by), insert_only=spec.insert_only,
+            update_when=update_when, delete_flag="deleted" if spec.from_history else None,
+            partition_by=layout(spec.dated_by), insert_only=insert_only,
         )  # fmt: skip
+    if replayed is not None:  # after the table's write: a record is marked once it is there
+        replayed_count, quarantined = mark_replayed(lake, replayed, spec.quarantine(parsed))
     # The days the merge wrote (its rows' own: a key's day is its row's); None: every day.
     days = merged.days if merged is not None else None
     accounted = (
-        read > 0
+        replayed is None
+        and read > 0
         and merged is not None
         and accounted_by_the_writes(
             lake, spec.table, spec.quarantine_table, merged, quarantined, quarantine_before
@@ -268,7 +317,7 @@ def _refine(
             **table_metadata(
                 lake, SILVER, spec.table, spec.descriptions or {}, lineage=spec.lineage
             ),
-            "upstream_version": dg.MetadataValue.text(str(changes.upstream_version)),
+            "upstream_version": dg.MetadataValue.text(changes.reached),
         },
         checks=[
             *check_results(
@@ -295,6 +344,10 @@ def _refine(
             **table_metadata(
                 lake, SILVER, spec.quarantine_table, QUARANTINE, lineage=spec.quarantine_lineage
             ),
-            "new_rejects": quarantined,
+            **(
+                replay_metadata(replayed_count, quarantined)
+                if replayed is not None
+                else {"new_rejects": quarantined}
+            ),
         },
     )

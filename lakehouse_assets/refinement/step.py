@@ -20,6 +20,7 @@ from typing import Any
 
 import dagster as dg
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from lakehouse_assets.checks.results import (
     not_empty_result,
@@ -35,6 +36,8 @@ from lakehouse_assets.constants import (
 )
 from lakehouse_assets.migrations import Upgrade, require_current
 from lakehouse_assets.profiling.store import profile_after_write
+from lakehouse_assets.refinement.replay import REPLAYED_BY
+from lakehouse_assets.validation import REASON
 from resources import LakeResource
 from resources.lake import Markers
 
@@ -115,7 +118,42 @@ class Refinement:
     quarantine_metadata: Mapping[str, Any] = field(default_factory=dict)
 
 
+OPEN_RECORDS, OPEN_BY_REASON = "open_records", "open_by_reason"
+
+
+def open_records(
+    context: dg.AssetExecutionContext,
+    lake: LakeResource,
+    spark: SparkSession,
+    source: str,
+    version: Any,
+) -> dict[str, Any]:
+    """How many records the quarantine of ``source`` holds open (not replayed), in all and per
+    reason, as metadata. When the table is at the version (``delta_version`` metadata) its last
+    materialization recorded them at, they are that materialization's; else they are counted
+    (one query)."""
+    table = quarantine_table(source)
+    event = context.instance.get_latest_materialization_event(asset_key(SILVER, table))
+    last = event.asset_materialization.metadata if event and event.asset_materialization else {}
+    if OPEN_BY_REASON in last and last.get("delta_version") == version:
+        return {name: last[name] for name in (OPEN_RECORDS, OPEN_BY_REASON)}
+    counts: dict[str, int] = {}
+    if lake.exists(SILVER, table):
+        rows = lake.read(spark, SILVER, table)
+        if REPLAYED_BY in rows.columns:
+            rows = rows.where(F.col(REPLAYED_BY).isNull())
+        counts = {row[REASON]: row["count"] for row in rows.groupBy(REASON).count().collect()}
+    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    lines = ["| reason | open records |", "| --- | --- |"]
+    lines += [f"| {reason} | {count} |" for reason, count in ranked]
+    return {
+        OPEN_RECORDS: sum(counts.values()),
+        OPEN_BY_REASON: dg.MetadataValue.md("\n".join(lines)),
+    }
+
+
 def refined_results(
+    context: dg.AssetExecutionContext,
     lake: LakeResource,
     spark: SparkSession,
     table: str,
@@ -124,7 +162,7 @@ def refined_results(
 ) -> Iterator[dg.MaterializeResult]:
     """The materializations of a step's two tables after a run (``done``): each with its
     metadata and profile; the table with its checks and whether it has rows, the quarantine
-    with the share of the records it took."""
+    with the share of the records it took and the records it holds open."""
     key, quarantine = asset_key(SILVER, table), quarantine_table(source)
     quarantine_key = asset_key(SILVER, quarantine)
     yield dg.MaterializeResult(
@@ -139,6 +177,9 @@ def refined_results(
         asset_key=quarantine_key,
         metadata={
             **done.quarantine_metadata,
+            **open_records(
+                context, lake, spark, source, done.quarantine_metadata.get("delta_version")
+            ),
             **profile_after_write(lake, spark, SILVER, quarantine),
         },
         check_results=[quarantine_rate_result(quarantine_key, done.rejected, done.read)],

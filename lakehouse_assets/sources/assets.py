@@ -7,6 +7,7 @@ from typing import Any
 
 import dagster as dg
 from pydantic import Field
+from pyspark.sql import functions as F
 
 from lakehouse_assets.automation import silver_automation
 from lakehouse_assets.bronze.assets import kafka_bronze_asset, landing_bronze_asset
@@ -26,8 +27,9 @@ from lakehouse_assets.constants import (
 )
 from lakehouse_assets.pipeline import Pipeline
 from lakehouse_assets.profiling.store import profile_after_write
-from lakehouse_assets.refinement.changes import SILVER_KINDS, read_changes
+from lakehouse_assets.refinement.changes import SILVER_KINDS, Changes, read_changes
 from lakehouse_assets.refinement.parsed import parsed_table_asset
+from lakehouse_assets.refinement.replay import ReplayConfig, replay_metadata, start_replay
 from lakehouse_assets.refinement.step import (
     Refinement,
     quarantine_table,
@@ -43,6 +45,7 @@ from lakehouse_assets.sources.fields import fields_table
 from lakehouse_assets.sources.reading import reinfer_schema, schema_path
 from lakehouse_assets.sources.refine import Refined, refine
 from lakehouse_assets.sources.rules import source_rules
+from lakehouse_assets.sources.transforms import CHANGE_TYPE
 from lakehouse_assets.sources.writes import deletes_table
 from lakehouse_assets.table_metadata import code_references, table_metadata
 from lakehouse_assets.validation import QUARANTINE
@@ -73,6 +76,12 @@ class DeclaredSilverConfig(dg.Config):
         default=False,
         description="Infer the schema anew from the latest value per key in bronze, replacing "
         "the schema file, before reading the new records.",
+    )
+    replay: ReplayConfig | None = Field(
+        default=None,
+        description="Replay the source's quarantine instead of reading new records: its open "
+        "records (those chosen here) read again from bronze with today's declaration; those that "
+        "pass reach the table and are marked replayed, the others stay with their new reason.",
     )
 
 
@@ -140,18 +149,25 @@ def silver_asset(source: SourceDeclaration) -> dg.AssetsDefinition:
         lake: LakeResource,
     ) -> Iterator[dg.MaterializeResult]:
         session = spark.get_session()
-        upstream = (BRONZE, source.name)
-        changes = read_changes(
-            lake, session, source.name, upstream, config.full_refresh, with_change_type=True
-        )
-        metadata: dict[str, Any] = {
-            "upstream_version": dg.MetadataValue.text(str(changes.upstream_version))
-        }
+        upstream, replayed = (BRONZE, source.name), None
+        if config.replay is not None:
+            replayed = start_replay(
+                lake, session, source.name, config.replay, context.run_id, config.full_refresh
+            )
+            records = replayed.records.withColumn(CHANGE_TYPE, F.lit("insert"))
+            changes = Changes(records, {}, fresh=True)
+        else:
+            changes = read_changes(
+                lake, session, source.name, upstream, config.full_refresh, with_change_type=True
+            )
+        metadata: dict[str, Any] = {"upstream_version": dg.MetadataValue.text(changes.reached)}
         done, created = Refined(), not lake.exists(SILVER, source.name)
         if config.reinfer_schema and lake.exists(BRONZE, source.name):
             reinfer_schema(lake, session, source)
         if changes.fresh or created:
-            done = refine(lake, session, source, changes.rows, changes.markers, config.full_refresh)
+            done = refine(
+                lake, session, source, changes.rows, changes.markers, config.full_refresh, replayed
+            )
             context.log.info(f"silver.{source.name}: {done.metadata()}")
             metadata.update(done.metadata())
         batch = written_rows(context, table_key, done.merged, created)
@@ -160,6 +176,7 @@ def silver_asset(source: SourceDeclaration) -> dg.AssetsDefinition:
             lake, session, SILVER, source.name, expectations, done.expected
         )
         yield from refined_results(
+            context,
             lake,
             session,
             source.name,
@@ -172,9 +189,10 @@ def silver_asset(source: SourceDeclaration) -> dg.AssetsDefinition:
                     *check_results(lake, session, SILVER, source.name, rules, batch=batch),
                     *expected,
                 ],
-                quarantine_metadata=table_metadata(
-                    lake, SILVER, quarantine_table(source.name), QUARANTINE
-                ),
+                quarantine_metadata={
+                    **table_metadata(lake, SILVER, quarantine_table(source.name), QUARANTINE),
+                    **replay_metadata(done.replayed, done.rejected),
+                },
             ),
         )
         if source.mode in CDC_MODES:

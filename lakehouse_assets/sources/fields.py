@@ -22,6 +22,7 @@ from lakehouse_assets.sources.transforms import (
 )
 from lakehouse_assets.validation import (
     REASON,
+    SQL_TYPE,
     TOMBSTONE,
     JsonField,
     csv_quarantine,
@@ -29,6 +30,7 @@ from lakehouse_assets.validation import (
     parse_csv,
     parse_json,
 )
+from resources.delta_merge import Condition, later
 
 COORDINATES = ("_kafka_topic", "_kafka_partition", "_kafka_offset")
 DESCRIPTIONS = {
@@ -61,6 +63,15 @@ def _describe(field: JsonField) -> str:
     if field.path:
         rules.append(f"at `{field.path}`")
     return f"The record's declared field `{field.name}` ({field.kind}; {'; '.join(rules)})."
+
+
+def _later_row(names: list[str]) -> Condition:
+    """Of a csv source's two rows of one key, whether the source row is the one ``shape``
+    keeps: of the file read later, then of the greater name, then the greater row."""
+    order = ["_ingested_at", "_landing_file", *names]
+    return lambda source, target: (
+        F.struct(*[source(c) for c in order]) > F.struct(*[target(c) for c in order])
+    )
 
 
 def _csv_parts(source: SourceDeclaration) -> tuple[Transform, Transform, dict[str, str]]:
@@ -142,4 +153,9 @@ def fields_table(source: SourceDeclaration) -> ParsedTable:
         + (f"\n\n{source.description}" if source.description else ""),
         tags={"lakehouse/mode": source.mode},
         append=source.mode == "append",
+        column_types={field.name: SQL_TYPE[field.type] for field in source.fields},
+        # A replayed row replaces its key's row only if the stream would have kept it instead.
+        replay_when=_later_row([f.name for f in source.fields])
+        if landing
+        else later("_kafka_offset"),
     )

@@ -22,6 +22,7 @@ from lakehouse_assets.checks.expectations import (
 )
 from lakehouse_assets.checks.transforms import Outcome
 from lakehouse_assets.constants import SILVER
+from lakehouse_assets.refinement.replay import Replaying, mark_replayed
 from lakehouse_assets.refinement.step import write_quarantine
 from lakehouse_assets.sources import cdc, debezium, transforms, writes
 from lakehouse_assets.sources import schema as types
@@ -57,6 +58,7 @@ class Refined:
     waiting: bool = False  # no valid record yet: the batch is read again with the next (``_waits``)
     merged: DataFrame | None = None  # the rows a merge took (``writes.keep``)
     expected: dict[str, Outcome] = field(default_factory=dict)  # the run's ``check``s
+    replayed: int | None = None  # a replay's records that passed (``rejected``: the others)
 
     def metadata(self) -> dict[str, Any]:
         return {
@@ -88,10 +90,12 @@ def refine(
     changes: DataFrame,
     markers: Markers,
     rebuild: bool = False,
+    replayed: Replaying | None = None,
 ) -> Refined:
     """Bring ``silver.<source>`` and its quarantine (and deletes) tables up to date with
     ``changes``; with ``rebuild``, ``changes`` are all of bronze and each table is replaced in
-    one commit (readers see the old table until then)."""
+    one commit (readers see the old table until then); ``replayed``: the quarantined records a
+    replay reads (``changes``), marked in the quarantine after the table's writes."""
     done = Refined()
     read = read_growing(lake, source, changes)
     schema, typed = read.schema, read.records
@@ -111,7 +115,10 @@ def refine(
     if validity is not None:
         typed = _order_of_another_kind(typed, source.order_by, validity)
     typed, done.expected = _expected(source, typed, columns)
-    done.rejected = write_quarantine(lake, source.name, kafka_quarantine(typed), markers, rebuild)
+    if replayed is None:
+        done.rejected = write_quarantine(
+            lake, source.name, kafka_quarantine(typed), markers, rebuild
+        )
     valid = typed.where(F.col(REASON).isNull() & ~F.col(SKIPPED))
     fill = done.unavailable = [column for column in fill if column in columns]
     keep = [DELETED, *([OP, SEQUENCE] if source.mode in CDC_MODES else [])]
@@ -122,13 +129,15 @@ def refine(
         rows, deleting = writes.apply_truncates(lake, spark, source, rows, truncates, rebuild)
     if rebuild:
         done.rows = writes.replace(lake, source, rows, markers, validity, fill)
-    elif not lake.holds(SILVER, source.name, markers):
+    elif replayed is not None or not lake.holds(SILVER, source.name, markers):
         conformed = writes.conform(lake, source, rows)
         done.rows, done.merged = writes.keep(
-            lake, spark, source, conformed, markers, validity, fill
+            lake, spark, source, conformed, markers, validity, fill, replayed is not None
         )
     if source.mode in CDC_MODES:
         writes.record_deletes(lake, source, deleting, markers, rebuild)
+    if replayed is not None:  # after the tables' writes: a record is marked once it is there
+        done.replayed, done.rejected = mark_replayed(lake, replayed, kafka_quarantine(typed))
     return done
 
 

@@ -19,6 +19,7 @@ from lakehouse_assets.sources.schema import Schema
 from lakehouse_assets.validation import REASON
 from resources import LakeResource
 from resources.delta_log import Markers, spark_schema
+from resources.delta_merge import later
 
 
 def deletes_table(source: SourceDeclaration) -> str:
@@ -82,21 +83,33 @@ def keep(
     markers: Markers,
     validity: str | None = None,
     fill: Sequence[str] = (),
+    replay: bool = False,
 ) -> tuple[int, DataFrame | None]:
     """Write the batch's valid ``rows`` to ``silver.<source>`` as its mode says; returns the
     rows its commit took (``_taken``) and, for a merge, the rows it took but its deletes
     (checkpointed): merged by the key of the mode's rules, they stand for the table in its
     checks (``checks.results.written_rows``). ``validity``: ``cdc-scd2``'s ``valid_from`` type;
-    ``fill``: the columns holding Debezium's placeholder in some of ``rows`` (``cdc.fill``)."""
+    ``fill``: the columns holding Debezium's placeholder in some of ``rows`` (``cdc.fill``).
+    ``replay``: ``rows`` are quarantined records read again (``refinement.replay``), written as
+    if they had arrived in their order: appended ones inserted by their coordinates (once
+    however often replayed), latest per key only over an older row (a lower offset); the CDC
+    modes order every change already."""
     partition_by = [column for column, _ in source.partition_columns]
     merge = {"markers": markers, "partition_by": partition_by, "within_partitions": False}
     before = lake.version(SILVER, source.name)
     if source.mode == "append":
-        lake.append(SILVER, source.name, rows.drop(DELETED), partition_by, markers=markers)
+        if replay:  # a record's partition values are its own: it is looked for there only
+            coordinates = ["_kafka_topic", "_kafka_partition", "_kafka_offset"]
+            lake.merge(SILVER, source.name, rows.drop(DELETED), coordinates,
+                       partition_by=partition_by, insert_only=True)  # fmt: skip
+        else:
+            lake.append(SILVER, source.name, rows.drop(DELETED), partition_by, markers=markers)
         return _taken(lake, source, before), None
     if source.mode == "latest-per-key":
         newest = transforms.newest_per_key(rows, ["_kafka_key"]).localCheckpoint()
-        lake.merge(SILVER, source.name, newest, ["_kafka_key"], delete_flag=DELETED, **merge)
+        update_when = later("_kafka_offset") if replay else None
+        lake.merge(SILVER, source.name, newest, ["_kafka_key"], delete_flag=DELETED,
+                   update_when=update_when, **merge)  # fmt: skip
         return _taken(lake, source, before), newest.where(~F.col(DELETED))
     keys = list(source.keys)
     changed = rows.select(*keys).distinct()

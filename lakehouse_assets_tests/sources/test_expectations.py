@@ -264,6 +264,22 @@ def test_the_documented_example_on_the_sample(
     reasons = Counter(r["reason"] for r in lake.read(spark, SILVER, "pulses_quarantine").collect())
     assert reasons["expectation heartrate_positive"] == len(dropped)
 
+    # "Replaying the quarantine": heartrate_positive warns instead, and its reason is replayed.
+    drop = 'check: "heartrate > 0", on_violation: drop'
+    assert drop in documented_example()
+    path.write_text(documented_example().replace(drop, drop.replace("drop", "warn")))
+    reason = {"reason": "expectation heartrate_positive"}
+    run_config = {"ops": {"silver_pulses": {"config": {"replay": reason}}}}
+    result = dg.materialize(
+        source_assets(load_declaration(path)), resources=resources, run_config=run_config
+    )
+    quarantine = result.asset_materializations_for_node("silver_pulses")[1].metadata
+    assert quarantine["records_replayed"].value == len(dropped)
+    assert outcomes(result)["heartrate_positive"] == (False, "WARN", len(dropped))
+    assert lake.row_count(SILVER, "pulses") == len(accepted)
+    still = lake.read(spark, SILVER, "pulses_quarantine").where("replayed_by IS NULL").collect()
+    assert len(still) == sum(reasons.values()) - len(dropped)
+
 
 def test_a_csv_source_drops_a_landing_row_before_its_key_is_kept(
     tmp_path: Path, resources: dict[str, Any], spark: SparkSession

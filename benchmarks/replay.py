@@ -1,0 +1,115 @@
+"""Benchmark: a replay of the quarantine against the stream that quarantined its records, per
+record.
+
+What it measures
+----------------
+A declared source ``payments`` (fields ``payment_id`` and ``amount``, both ``integer``) on the
+embedded broker and a Spark Connect server started as ``make run`` starts it. ``--records``
+records (100,000 by default) whose amounts are decimals are produced to its topic, so the
+stream's run (bronze, then silver) quarantines every one (``wrong type amount``). The
+declaration is then fixed (``amount: number``) and the quarantine replayed: every record reaches
+silver, and the quarantine marks each replayed.
+
+Printed per round: the silver step's seconds in the stream's run and in the replay (each the
+step's wall time, from its STEP_SUCCESS event), per 1,000 records, and their ratio (replay /
+stream). Bronze's step is not in either: both silver steps read bronze. Each round takes a new
+lake and topic; the server stays warm. The target of issue 79: the ratio at most 1.0.
+
+Usage::
+
+    .venv/bin/python benchmarks/replay.py [--records 100000] [--rounds 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+import dagster as dg  # noqa: E402
+
+from benchmarks.lake_schemas import lake_schemas, own_metastore  # noqa: E402
+from lakehouse_assets.devtools.broker import EmbeddedBroker  # noqa: E402
+from lakehouse_assets.devtools.demo import step_seconds  # noqa: E402
+from lakehouse_assets.devtools.sample_data import Message, produce  # noqa: E402
+from lakehouse_assets.devtools.spark_server import SparkConnectServer  # noqa: E402
+from lakehouse_assets.sources.assets import source_assets  # noqa: E402
+from lakehouse_assets.sources.declarations import load_declaration  # noqa: E402
+from resources import ENV_SPARK_REMOTE, build_resources  # noqa: E402
+
+own_metastore()  # before any Spark starts: the benchmark's catalog is its own
+
+DECLARATION = "topic: {topic}\nfields:\n  - {{name: payment_id, type: integer}}\n" \
+    "  - {{name: amount, type: {amount}}}\n"  # fmt: skip
+STEP = "silver_payments"
+
+
+def sources(folder: Path, topic: str, amount: str) -> list[Any]:
+    path = folder / "payments.yaml"
+    path.write_text(DECLARATION.format(topic=topic, amount=amount))
+    return source_assets(load_declaration(path))
+
+
+def one_round(
+    folder: Path, remote: str, broker: EmbeddedBroker, records: int, n: int
+) -> tuple[float, float]:
+    """The silver step's seconds in the stream's run and in the replay, on a new lake."""
+    topic = f"payments_{n}"
+    env = {
+        "KAFKA_BOOTSTRAP_SERVERS": broker.bootstrap_servers,
+        "LAKEHOUSE_ROOT": str(folder / f"lake-{n}"),
+        ENV_SPARK_REMOTE: remote,
+        **lake_schemas(),
+    }
+    resources = build_resources(env)
+    resources["kafka"].create_topic(topic, partitions=1)
+    values = ({"payment_id": i, "amount": i + 0.25} for i in range(records))
+    produce(broker.bootstrap_servers, [Message(topic, str(v["payment_id"]), json.dumps(v))
+                                       for v in values])  # fmt: skip
+    stream = dg.materialize(sources(folder, topic, "integer"), resources=resources)
+    lake = resources["lake"]
+    if lake.row_count("silver", "payments_quarantine") != records:
+        raise SystemExit("The stream did not quarantine every record")
+    replay = dg.materialize(
+        sources(folder, topic, "number"),
+        resources=resources,
+        run_config={"ops": {STEP: {"config": {"replay": {}}}}},
+    )
+    if lake.row_count("silver", "payments") != records:
+        raise SystemExit("The replay did not bring every record into silver")
+    resources["spark"].get_session().stop()  # the next round's resources open their own
+    return step_seconds(stream)[STEP], step_seconds(replay)[STEP]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="A replay's cost per record against the stream's")
+    parser.add_argument("--records", type=int, default=100_000)
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
+    ratios = []
+    with (
+        tempfile.TemporaryDirectory(prefix="replay-") as folder,
+        SparkConnectServer() as server,  # as `make run` starts it
+        EmbeddedBroker() as broker,
+    ):
+        for n in range(args.rounds):
+            stream, replay = one_round(Path(folder), server.url, broker, args.records, n)
+            per = 1000 / args.records
+            ratios.append(replay / stream)
+            print(
+                f"round {n + 1}: {args.records} records; silver step: stream {stream:.1f} s "
+                f"({stream * per:.3f} s per 1,000), replay {replay:.1f} s "
+                f"({replay * per:.3f} s per 1,000); replay / stream {ratios[-1]:.2f}x"
+            )
+    print(f"median replay / stream: {statistics.median(ratios):.2f}x (target at most 1.00x)")
+
+
+if __name__ == "__main__":
+    main()

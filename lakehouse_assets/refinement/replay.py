@@ -1,0 +1,227 @@
+"""Replaying a source's quarantine: the records it holds open (not replayed yet), chosen by
+reason and by when bronze ingested them, read again from bronze and refined by today's rules in
+their table's silver step, as a run of that step with ``replay`` in its config.
+
+Those that pass reach the table by the step's own writes, as if they had arrived in their order
+(a replayed row never replaces a newer one of its key: ``ParsedTable.replay_when``,
+``sources.writes.keep``), and are marked in the quarantine (``replayed_by``: the run's id,
+``replayed_at``), never deleted; those that fail again stay open with their new reason.
+
+The table's write comes first and takes a record once whatever the number of replays (inserted
+by its coordinates, or merged in its order), and the marks follow in one merge: a replay
+stopped between the two and run again replays the same records to the same rows. A replay runs
+in its step's pool, so neither the stream's own run nor another replay writes the tables
+meanwhile.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import dagster as dg
+from pydantic import Field
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from lakehouse_assets.constants import BRONZE, QUARANTINE_SUFFIX, SILVER
+from lakehouse_assets.validation import REASON
+from resources import LakeResource
+from resources.delta_merge import Side
+
+REPLAYED_BY, REPLAYED_AT = "replayed_by", "replayed_at"
+# A replay's counts in its quarantine's metadata: records that passed, records rejected again.
+REPLAY_COUNTS = ("records_replayed", "replayed_still_rejected")
+# A quarantined record's identity: a Kafka record's coordinates, a landing line's file and bytes.
+KAFKA_IDENTITY = ("source", "partition", "offset")
+LANDING_IDENTITY = ("source", "raw")
+# The bronze columns each identity column is (Kafka; landing).
+BRONZE_COLUMNS = {"source": "topic", "partition": "partition", "offset": "offset"}
+LANDING_BRONZE_COLUMNS = {"source": "source_file", "raw": "line"}
+
+
+class ReplayConfig(dg.Config):
+    """Which of a source's open quarantined records a replay reads again (all by default)."""
+
+    reason: str | None = Field(
+        default=None,
+        description="Only the records whose reason matches this SQL LIKE pattern, e.g. "
+        "`expectation kwh_not_negative` or `wrong type %`.",
+    )
+    since: str | None = Field(
+        default=None,
+        description="Only the records bronze ingested at or after this date-time (ISO 8601; "
+        "UTC unless it names its offset), e.g. `2026-12-01` or `2026-12-01T08:00:00Z`.",
+    )
+    until: str | None = Field(
+        default=None,
+        description="Only the records bronze ingested before this date-time (ISO 8601; UTC "
+        "unless it names its offset).",
+    )
+
+
+class ReplayError(ValueError):
+    """A replay's configuration cannot be read."""
+
+
+@dataclass(frozen=True)
+class Replay:
+    """A replay as a run does it: its ``run_id`` and time (``at``), marked on each record it
+    brings back, and which records it reads (``ReplayConfig``)."""
+
+    run_id: str
+    at: datetime
+    reason: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+
+    @classmethod
+    def of(cls, config: ReplayConfig, run_id: str) -> Replay:
+        """The replay ``config`` asks for, in run ``run_id``.
+
+        Raises:
+            ReplayError: a date-time is not ISO 8601, or the window is empty.
+        """
+        since, until = _instant(config.since, "since"), _instant(config.until, "until")
+        if since and until and since >= until:
+            raise ReplayError(
+                f"replay: since ({config.since}) is not before until ({config.until})"
+            )
+        return cls(run_id, datetime.now(UTC), config.reason or None, since, until)
+
+
+def _instant(text: str | None, name: str) -> datetime | None:
+    if text is None or not text.strip():
+        return None
+    try:
+        instant = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise ReplayError(
+            f"replay {name}: {text!r} is not an ISO 8601 date-time (e.g. 2026-12-01 or "
+            "2026-12-01T08:00:00Z)"
+        ) from None
+    return instant if instant.tzinfo else instant.replace(tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class Replaying:
+    """The records a replay reads again: the identities (``identity`` columns) of the open
+    quarantine rows it chose (``opened``, checkpointed), and their bronze rows (``records``)."""
+
+    replay: Replay
+    source: str
+    identity: tuple[str, ...]
+    opened: DataFrame
+    records: DataFrame
+
+    @property
+    def quarantine(self) -> str:
+        return f"{self.source}{QUARANTINE_SUFFIX}"
+
+
+def replaying(lake: LakeResource, spark: SparkSession, source: str, replay: Replay) -> Replaying:
+    """The open quarantined records of bronze table ``source`` that ``replay`` chooses, with
+    their bronze rows (none when the source has no quarantine yet).
+
+    Raises:
+        dg.Failure: bronze holds no table ``source``.
+    """
+    if not lake.exists(BRONZE, source):
+        raise dg.Failure(f"bronze.{source} does not exist yet: there is nothing to replay.")
+    bronze = lake.read(spark, BRONZE, source)
+    landing = "line" in bronze.columns
+    identity, columns = (
+        (LANDING_IDENTITY, LANDING_BRONZE_COLUMNS) if landing else (KAFKA_IDENTITY, BRONZE_COLUMNS)
+    )
+    quarantine = f"{source}{QUARANTINE_SUFFIX}"
+    if not lake.exists(SILVER, quarantine):
+        return Replaying(replay, source, identity, bronze.limit(0), bronze.limit(0))
+    rows = lake.read(spark, SILVER, quarantine)
+    chosen = [F.col(REPLAYED_BY).isNull() if REPLAYED_BY in rows.columns else F.lit(True)]
+    if replay.reason is not None:
+        chosen.append(F.col(REASON).like(replay.reason))
+    if replay.since is not None:
+        chosen.append(F.col("ingested_at") >= F.lit(replay.since))
+    if replay.until is not None:
+        chosen.append(F.col("ingested_at") < F.lit(replay.until))
+    opened = rows.where(functools.reduce(operator.and_, chosen)).select(*identity).distinct()
+    opened = opened.localCheckpoint(eager=True)  # the marks are made on the same records
+    wanted = opened.select(*[F.col(name).alias(columns[name]) for name in identity])
+    records = bronze.join(wanted, list(wanted.columns), "left_semi")
+    return Replaying(replay, source, identity, opened, records)
+
+
+def mark_replayed(lake: LakeResource, replayed: Replaying, rejects: DataFrame) -> tuple[int, int]:
+    """Mark the quarantined records ``replayed`` read: those not among ``rejects`` (the ones
+    that fail again, in the quarantine's shape, with their reason) with the replay's run and
+    time, the others with their new reason; call it after the table's writes. Returns how many
+    were replayed and how many stay open."""
+    identity = list(replayed.identity)
+    failing = rejects.select(*identity, F.col(REASON).alias("_again")).dropDuplicates(identity)
+    passed = F.col("_again").isNull()
+    replay = replayed.replay
+    marks = (
+        replayed.opened.join(failing, identity, "left")
+        .select(
+            *identity,
+            F.col("_again").alias(REASON),
+            F.when(passed, F.lit(replay.run_id)).alias(REPLAYED_BY),
+            F.when(passed, F.lit(replay.at)).alias(REPLAYED_AT),
+        )
+        .localCheckpoint(eager=True)
+    )
+    counted = marks.agg(
+        F.count(REPLAYED_BY).alias("replayed"), F.count(REASON).alias("open")
+    ).first()
+    assert counted is not None  # an aggregate without grouping has one row
+    if counted["replayed"] or counted["open"]:
+
+        def on(source: Side, target: Side) -> Column:
+            same = [target(name) == source(name) for name in identity]
+            return functools.reduce(operator.and_, same) & target(REPLAYED_BY).isNull()
+
+        lake.update_matched(
+            SILVER,
+            replayed.quarantine,
+            marks,
+            on,
+            [
+                (lambda source, _: source(REPLAYED_BY).isNotNull(), [REPLAYED_BY, REPLAYED_AT]),
+                (lambda source, target: ~target(REASON).eqNullSafe(source(REASON)), [REASON]),
+            ],
+        )
+    return counted["replayed"], counted["open"]
+
+
+def replay_metadata(replayed: int | None, rejected: int) -> dict[str, int]:
+    """A replay's counts as its quarantine's materialization shows them (none for a run that
+    did not replay: ``replayed`` None)."""
+    if replayed is None:
+        return {}
+    return dict(zip(REPLAY_COUNTS, (replayed, rejected), strict=True))
+
+
+def start_replay(
+    lake: LakeResource,
+    spark: SparkSession,
+    source: str,
+    config: ReplayConfig,
+    run_id: str,
+    full_refresh: bool = False,
+) -> Replaying:
+    """The records a step's run replays, as its ``config`` asks (``replaying``).
+
+    Raises:
+        dg.Failure: the run also asks for a full refresh, or ``config`` cannot be read.
+    """
+    if full_refresh:
+        raise dg.Failure(
+            "A run replays the quarantine or rebuilds the tables (full_refresh), not both."
+        )
+    try:
+        replay = Replay.of(config, run_id)
+    except ReplayError as error:
+        raise dg.Failure(str(error)) from None
+    return replaying(lake, spark, source, replay)
