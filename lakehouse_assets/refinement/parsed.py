@@ -287,15 +287,22 @@ def _refine(
             partition_by=layout(spec.dated_by), insert_only=insert_only,
         )  # fmt: skip
     if replayed is not None:  # after the table's write: a record is marked once it is there
-        replayed_count, quarantined = mark_replayed(lake, replayed, spec.quarantine(parsed))
+        replayed_count, quarantined = mark_replayed(
+            lake, replayed, spec.quarantine(parsed), (read - rejected, rejected)
+        )
     # The days the merge wrote (its rows' own: a key's day is its row's); None: every day.
     days = merged.days if merged is not None else None
     accounted = (
-        replayed is None
-        and read > 0
+        read > 0
         and merged is not None
         and accounted_by_the_writes(
-            lake, spec.table, spec.quarantine_table, merged, quarantined, quarantine_before
+            lake,
+            spec.table,
+            spec.quarantine_table,
+            merged,
+            # A replay's rejects are the quarantine's already: it appends none.
+            quarantined if replayed is None else 0,
+            quarantine_before,
         )
     )
     # Else looked up in the tables: which records are missing, and where.

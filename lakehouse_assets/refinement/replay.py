@@ -146,37 +146,44 @@ def replaying(lake: LakeResource, spark: SparkSession, source: str, replay: Repl
         chosen.append(F.col("ingested_at") >= F.lit(replay.since))
     if replay.until is not None:
         chosen.append(F.col("ingested_at") < F.lit(replay.until))
-    opened = rows.where(functools.reduce(operator.and_, chosen)).select(*identity).distinct()
+    opened = rows.where(functools.reduce(operator.and_, chosen)).select(*identity)
+    if landing:  # a file may hold a line twice (a Kafka record's coordinates are its own)
+        opened = opened.distinct()
     opened = opened.localCheckpoint(eager=True)  # the marks are made on the same records
     wanted = opened.select(*[F.col(name).alias(columns[name]) for name in identity])
     records = bronze.join(wanted, list(wanted.columns), "left_semi")
     return Replaying(replay, source, identity, opened, records)
 
 
-def mark_replayed(lake: LakeResource, replayed: Replaying, rejects: DataFrame) -> tuple[int, int]:
+def mark_replayed(
+    lake: LakeResource,
+    replayed: Replaying,
+    rejects: DataFrame,
+    counts: tuple[int, int] | None = None,
+) -> tuple[int, int]:
     """Mark the quarantined records ``replayed`` read: those not among ``rejects`` (the ones
     that fail again, in the quarantine's shape, with their reason) with the replay's run and
-    time, the others with their new reason; call it after the table's writes. Returns how many
-    were replayed and how many stay open."""
+    time, the others with their new reason, in one merge; call it after the table's writes.
+    Returns how many records were replayed and how many stay open: ``counts``, when the caller
+    counted them, else counted here (one query)."""
     identity = list(replayed.identity)
-    failing = rejects.select(*identity, F.col(REASON).alias("_again")).dropDuplicates(identity)
+    marks = replayed.opened.withColumn("_again", F.lit(None).cast("string"))
+    if counts is None or counts[1]:  # some fail again: their reasons (else no join)
+        failing = rejects.select(*identity, F.col(REASON).alias("_again"))
+        marks = replayed.opened.join(failing.dropDuplicates(identity), identity, "left")
     passed = F.col("_again").isNull()
     replay = replayed.replay
-    marks = (
-        replayed.opened.join(failing, identity, "left")
-        .select(
-            *identity,
-            F.col("_again").alias(REASON),
-            F.when(passed, F.lit(replay.run_id)).alias(REPLAYED_BY),
-            F.when(passed, F.lit(replay.at)).alias(REPLAYED_AT),
-        )
-        .localCheckpoint(eager=True)
+    marks = marks.select(
+        *identity,
+        F.col("_again").alias(REASON),
+        F.when(passed, F.lit(replay.run_id)).alias(REPLAYED_BY),
+        F.when(passed, F.lit(replay.at)).alias(REPLAYED_AT),
     )
-    counted = marks.agg(
-        F.count(REPLAYED_BY).alias("replayed"), F.count(REASON).alias("open")
-    ).first()
-    assert counted is not None  # an aggregate without grouping has one row
-    if counted["replayed"] or counted["open"]:
+    if counts is None:
+        row = marks.agg(F.count(REPLAYED_BY), F.count(REASON)).first()
+        assert row is not None  # an aggregate without grouping has one row
+        counts = (row[0], row[1])
+    if any(counts):
 
         def on(source: Side, target: Side) -> Column:
             same = [target(name) == source(name) for name in identity]
@@ -192,7 +199,7 @@ def mark_replayed(lake: LakeResource, replayed: Replaying, rejects: DataFrame) -
                 (lambda source, target: ~target(REASON).eqNullSafe(source(REASON)), [REASON]),
             ],
         )
-    return counted["replayed"], counted["open"]
+    return counts
 
 
 def replay_metadata(replayed: int | None, rejected: int) -> dict[str, int]:
