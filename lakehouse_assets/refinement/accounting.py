@@ -47,14 +47,20 @@ def batch_counts(
     from_history: bool,
     table_before: int | None,
     rules: TableRules | None = None,
-) -> tuple[int, int, MergedBatch | None]:
-    """The records of ``parsed`` (a run's bronze records, read) and those rejected (with a
-    ``reason``), what ``rows`` (the run's rows to merge, with a ``deleted`` flag when
+) -> tuple[int, dict[str, int], MergedBatch | None]:
+    """The records of ``parsed`` (a run's bronze records, read) and those rejected, per reason
+    (``reason``), what ``rows`` (the run's rows to merge, with a ``deleted`` flag when
     ``from_history``; None when it merges none) hold, and how many of their live rows break
     each of ``rules``: one query for all. ``by_day``: whether the table is laid out by days
     (its rows' days are told); ``table_before``: the table's version before the run."""
-    records = parsed.agg(F.count(F.lit(1)).alias("rows"), F.count(REASON).alias("rejected"))
-    branches = [records.select(F.lit("parsed").alias(BRANCH), "*")]
+    records = parsed.agg(F.count(F.lit(1)).alias("rows"))
+    rejected = (
+        parsed.where(F.col(REASON).isNotNull()).groupBy(REASON).agg(F.count(F.lit(1)).alias("rows"))
+    )
+    branches = [
+        records.select(F.lit("parsed").alias(BRANCH), "*"),
+        rejected.select(F.lit("rejected").alias(BRANCH), "*"),
+    ]
     counts = offending_counts(rules) if rules is not None else {}
     if rows is not None:
         deleted = F.col("deleted") if from_history else F.lit(False)
@@ -70,8 +76,9 @@ def batch_counts(
     union = functools.reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), branches)
     summary = union.collect()
     (counted,) = [r for r in summary if r[BRANCH] == "parsed"]
+    reasons = {r[REASON]: r["rows"] for r in summary if r[BRANCH] == "rejected"}
     if rows is None:
-        return counted["rows"], counted["rejected"], None
+        return counted["rows"], reasons, None
     groups = [r for r in summary if r[BRANCH] == "merged"]
     offending = [r for r in summary if r[BRANCH] == "offending"]
     days = sorted(r[DATE].isoformat() for r in groups if r[DATE]) if by_day else None
@@ -84,7 +91,7 @@ def batch_counts(
         if offending
         else {},
     )
-    return counted["rows"], counted["rejected"], batch
+    return counted["rows"], reasons, batch
 
 
 OFFENDING = "_offending_"  # the prefix of a rule's count in ``batch_counts``'s query

@@ -252,10 +252,11 @@ def _refine(
     if not rebuild and (changes.fresh or not lake.exists(SILVER, spec.table)):
         # Computed before the merge: it may read the rows the merge replaces.
         rows = _rows_to_merge(lake, spark, spec, parsed).localCheckpoint()
-    read, rejected, merged = batch_counts(
+    read, reasons, merged = batch_counts(
         parsed, rows, bool(spec.dated_by), spec.from_history, lake.version(SILVER, spec.table),
         spec.rules,
     )  # fmt: skip
+    rejected = sum(reasons.values())
     quarantine_before = lake.version(SILVER, spec.quarantine_table)
     quarantined = replayed_count = 0
     if replayed is None:
@@ -320,6 +321,9 @@ def _refine(
     return Refinement(
         read=read,
         rejected=quarantined,
+        # What the quarantine gained, when the run only appended its rejects to it.
+        appended=reasons if replayed is None and not rebuild else None,
+        quarantine_before=quarantine_before,
         metadata={
             **table_metadata(
                 lake, SILVER, spec.table, spec.descriptions or {}, lineage=spec.lineage

@@ -116,39 +116,53 @@ class Refinement:
     metadata: Mapping[str, Any] = field(default_factory=dict)
     checks: Sequence[dg.AssetCheckResult] = ()
     quarantine_metadata: Mapping[str, Any] = field(default_factory=dict)
+    # The rejects the run appended to the quarantine, per reason, to its version
+    # ``quarantine_before``; None when it wrote it otherwise (a replay, a rebuild) or the
+    # caller did not count them.
+    appended: Mapping[str, int] | None = None
+    quarantine_before: int | None = None
 
 
 OPEN_RECORDS, OPEN_BY_REASON = "open_records", "open_by_reason"
 
 
 def open_records(
-    context: dg.AssetExecutionContext,
-    lake: LakeResource,
-    spark: SparkSession,
-    source: str,
-    version: Any,
-) -> dict[str, Any]:
+    context: dg.AssetExecutionContext, lake: LakeResource, spark: SparkSession, source: str,
+    version: Any, done: Refinement,
+) -> dict[str, Any]:  # fmt: skip
     """How many records the quarantine of ``source`` holds open (not replayed), in all and per
-    reason, as metadata. When the table is at the version (``delta_version`` metadata) its last
-    materialization recorded them at, they are that materialization's; else they are counted
-    (one query)."""
+    reason, as metadata, with no query when its last materialization recorded them: as they
+    were, when the table is still at that version (``delta_version`` metadata); with the run's
+    rejects added, when the run only appended them to that version (``done``). Else they are
+    counted (one query)."""
     table = quarantine_table(source)
     event = context.instance.get_latest_materialization_event(asset_key(SILVER, table))
     last = event.asset_materialization.metadata if event and event.asset_materialization else {}
-    if OPEN_BY_REASON in last and last.get("delta_version") == version:
-        return {name: last[name] for name in (OPEN_RECORDS, OPEN_BY_REASON)}
-    counts: dict[str, int] = {}
-    if lake.exists(SILVER, table):
-        rows = lake.read(spark, SILVER, table)
-        if REPLAYED_BY in rows.columns:
-            rows = rows.where(F.col(REPLAYED_BY).isNull())
-        counts = {row[REASON]: row["count"] for row in rows.groupBy(REASON).count().collect()}
-    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
-    lines = ["| reason | open records |", "| --- | --- |"]
-    lines += [f"| {reason} | {count} |" for reason, count in ranked]
+    known = last.get(OPEN_BY_REASON)
+    counts: dict[str, int] | None = None
+    if isinstance(known, dg.JsonMetadataValue) and isinstance(known.data, dict):
+        if last.get("delta_version") == version:
+            counts = dict(known.data)
+        elif done.appended is not None and last.get("delta_version") == dg.MetadataValue.text(
+            str(done.quarantine_before)
+        ):
+            counts = dict(known.data)
+            for reason, count in done.appended.items():
+                counts[reason] = counts.get(reason, 0) + count
+    if counts is None and done.appended is not None and done.quarantine_before is None:
+        counts = dict(done.appended)  # the run made the table
+    if counts is None:
+        counts = {}
+        if lake.exists(SILVER, table):
+            rows = lake.read(spark, SILVER, table)
+            if REPLAYED_BY in rows.columns:
+                rows = rows.where(F.col(REPLAYED_BY).isNull())
+            rows = rows.groupBy(REASON).count().collect()
+            counts = {row[REASON]: row["count"] for row in rows}
+    ranked = dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
     return {
-        OPEN_RECORDS: sum(counts.values()),
-        OPEN_BY_REASON: dg.MetadataValue.md("\n".join(lines)),
+        OPEN_RECORDS: sum(ranked.values()),
+        OPEN_BY_REASON: dg.MetadataValue.json(ranked),
     }
 
 
@@ -178,7 +192,7 @@ def refined_results(
         metadata={
             **done.quarantine_metadata,
             **open_records(
-                context, lake, spark, source, done.quarantine_metadata.get("delta_version")
+                context, lake, spark, source, done.quarantine_metadata.get("delta_version"), done
             ),
             **profile_after_write(lake, spark, SILVER, quarantine),
         },

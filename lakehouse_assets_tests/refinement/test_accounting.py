@@ -32,7 +32,7 @@ def test_the_batch_and_the_rows_to_merge_are_counted_together(spark: SparkSessio
         "id int, date date, deleted boolean",
     )
     read, rejected, batch = batch_counts(parsed, rows, True, True, 7)
-    assert (read, rejected) == (4, 2)
+    assert (read, rejected) == (4, {"no user_id": 1, "bad timestamp": 1})
     assert batch == MergedBatch(
         days=["2025-01-01", "2025-01-02"], rows=3, deletes=1, table_before=7
     )
@@ -43,13 +43,13 @@ def test_the_batch_and_the_rows_to_merge_are_counted_together(spark: SparkSessio
 
 def test_a_batch_that_merges_nothing_is_still_counted(spark: SparkSession) -> None:
     parsed = spark.createDataFrame([(1, "no user_id")], "id int, reason string")
-    assert batch_counts(parsed, None, True, False, 2) == (1, 1, None)
+    assert batch_counts(parsed, None, True, False, 2) == (1, {"no user_id": 1}, None)
     empty = spark.createDataFrame([], "id int, date date")
     assert batch_counts(parsed, empty, True, False, 2) == (
-        1, 1, MergedBatch(days=[], rows=0, deletes=0, table_before=2)
+        1, {"no user_id": 1}, MergedBatch(days=[], rows=0, deletes=0, table_before=2)
     )  # fmt: skip
     nothing = parsed.limit(0)
-    assert batch_counts(nothing, None, True, False, None) == (0, 0, None)
+    assert batch_counts(nothing, None, True, False, None) == (0, {}, None)
 
 
 def test_the_rules_are_counted_on_the_live_rows_in_the_same_query(spark: SparkSession) -> None:
