@@ -95,8 +95,9 @@ class ParsedTable:
     # never changes, so only new keys are inserted (an insert-only merge, no file rewritten).
     insert_only: bool = False
     # The condition a replayed row must meet to replace its key's row (``refinement.replay``):
-    # that it came later (default: ``update_when``; a table of ``append`` or ``insert_only``
-    # inserts only the replayed rows whose keys it lacks).
+    # that it came later (default: ``update_when``; a table of ``append`` or ``insert_only``,
+    # or with neither condition, inserts only the replayed rows whose keys it lacks; one kept
+    # ``from_history`` recomputes each key from all of bronze).
     replay_when: Condition | None = None
     rules: TableRules | None = None
     # The Spark SQL types a user declared for its columns, which the table follows when they
@@ -280,8 +281,10 @@ def _refine(
         # A replay inserts an appended table's rows by their keys: a second replay adds none.
         insert_only = spec.insert_only or spec.append
         update_when = None if insert_only else spec.update_when
-        if replayed is not None and not insert_only:
+        if replayed is not None and not insert_only and not spec.from_history:
             update_when = spec.replay_when or update_when
+            # A table that keeps no order of its rows takes a replayed one for a new key only.
+            insert_only = update_when is None
         lake.merge(
             SILVER, spec.table, rows, spec.keys, markers=changes.markers,
             update_when=update_when, delete_flag="deleted" if spec.from_history else None,
