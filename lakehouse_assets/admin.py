@@ -185,6 +185,9 @@ def replay(source: str, reason: str | None, since: str | None, until: str | None
     job = dg.define_asset_job(REPLAY_JOB, [step])
     defined = dg.Definitions(assets=[step], jobs=[job], resources=build_resources())
     home = os.environ.get("DAGSTER_HOME")
+    if not home:
+        print("DAGSTER_HOME is not set: the replay is recorded nowhere and waits for no pool; "
+              "a run of the same step must not write meanwhile", file=sys.stderr)  # fmt: skip
     with dg.DagsterInstance.get() if home else dg.DagsterInstance.ephemeral() as instance:
         result = defined.resolve_job_def(REPLAY_JOB).execute_in_process(
             run_config={"ops": {step.op.name: {"config": config}}},

@@ -47,6 +47,7 @@ from lakehouse_assets.refinement.replay import (
     ReplayConfig,
     Replaying,
     mark_replayed,
+    read_again,
     replay_metadata,
     start_replay,
 )
@@ -219,8 +220,9 @@ def parsed_table_asset(spec: ParsedTable) -> dg.AssetsDefinition:
         replayed = None
         if config.replay is not None:
             replayed = start_replay(
-                lake, session, spec.source, config.replay, context.run_id, config.full_refresh
-            )
+                lake, session, spec.source, config.replay, context.run_id, config.full_refresh,
+                spec.quarantine_upgrade,
+            )  # fmt: skip
             changes = Changes(replayed.records, {}, fresh=True)
         else:
             changes = read_changes(lake, session, spec.table, upstream, config.full_refresh)
@@ -245,14 +247,20 @@ def _refine(
     quarantined records a replay reads, then marked in the quarantine after the table's
     write), and check them."""
     table_key = asset_key(SILVER, spec.table)
+    stored: dict[str, str] = {}  # columns stored wider than declared, and their types
     if spec.column_types and not rebuild:
-        follow_declared_types(lake, spark, spec.table, spec.column_types, layout(spec.dated_by))
+        stored = follow_declared_types(
+            lake, spark, spec.table, spec.column_types, layout(spec.dated_by)
+        )
     # Materialized once: the writes and checks below each read it without reading bronze.
     parsed = spec.parse(changes.rows).localCheckpoint(eager=True)
     rows = None
     if not rebuild and (changes.fresh or not lake.exists(SILVER, spec.table)):
         # Computed before the merge: it may read the rows the merge replaces.
-        rows = _rows_to_merge(lake, spark, spec, parsed).localCheckpoint()
+        rows = _rows_to_merge(lake, spark, spec, parsed)
+        for column, kind in stored.items():
+            rows = rows.withColumn(column, F.col(column).cast(kind))
+        rows = rows.localCheckpoint()
     read, reasons, merged = batch_counts(
         parsed, rows, bool(spec.dated_by), spec.from_history, lake.version(SILVER, spec.table),
         spec.rules,
@@ -292,7 +300,7 @@ def _refine(
         )  # fmt: skip
     if replayed is not None:  # after the table's write: a record is marked once it is there
         replayed_count, quarantined = mark_replayed(
-            lake, replayed, spec.quarantine(parsed), (read - rejected, rejected)
+            lake, replayed, spec.quarantine(read_again(parsed)), (read - rejected, rejected)
         )
     # The days the merge wrote (its rows' own: a key's day is its row's); None: every day.
     days = merged.days if merged is not None else None

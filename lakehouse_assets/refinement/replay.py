@@ -27,6 +27,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lakehouse_assets.constants import BRONZE, QUARANTINE_SUFFIX, SILVER
+from lakehouse_assets.migrations import Upgrade, require_current
 from lakehouse_assets.validation import REASON
 from resources import LakeResource
 from resources.delta_merge import Side
@@ -102,19 +103,21 @@ def _instant(text: str | None, name: str) -> datetime | None:
             f"replay {name}: {text!r} is not an ISO 8601 date-time (e.g. 2026-12-01 or "
             "2026-12-01T08:00:00Z)"
         ) from None
-    return instant if instant.tzinfo else instant.replace(tzinfo=UTC)
+    return instant.astimezone(UTC) if instant.tzinfo else instant.replace(tzinfo=UTC)
 
 
 @dataclass(frozen=True)
 class Replaying:
     """The records a replay reads again: the identities (``identity`` columns) of the open
-    quarantine rows it chose (``opened``, checkpointed), and their bronze rows (``records``)."""
+    quarantine rows it chose (``opened``, checkpointed; ``size`` of them), and their bronze
+    rows (``records``)."""
 
     replay: Replay
     source: str
     identity: tuple[str, ...]
     opened: DataFrame
     records: DataFrame
+    size: int = 0
 
     @property
     def quarantine(self) -> str:
@@ -146,38 +149,48 @@ def replaying(lake: LakeResource, spark: SparkSession, source: str, replay: Repl
         chosen.append(F.col("ingested_at") >= F.lit(replay.since))
     if replay.until is not None:
         chosen.append(F.col("ingested_at") < F.lit(replay.until))
-    opened = rows.where(functools.reduce(operator.and_, chosen)).select(*identity)
-    if landing:  # a file may hold a line twice (a Kafka record's coordinates are its own)
-        opened = opened.distinct()
-    opened = opened.localCheckpoint(eager=True)  # the marks are made on the same records
+    # Once each (a file may hold a line twice), checkpointed: the marks are made on the same.
+    opened = rows.where(functools.reduce(operator.and_, chosen)).select(*identity).distinct()
+    opened = opened.localCheckpoint(eager=True)
     wanted = opened.select(*[F.col(name).alias(columns[name]) for name in identity])
     records = bronze.join(wanted, list(wanted.columns), "left_semi")
-    return Replaying(replay, source, identity, opened, records)
+    return Replaying(replay, source, identity, opened, records, opened.count())
+
+
+PASSED = ""  # the reason of a record read again that passes (no reason is empty)
+
+
+def read_again(records: DataFrame) -> DataFrame:
+    """Records a replay parsed (with a ``reason`` when rejected), each with a reason for
+    ``mark_replayed``: ``PASSED`` when it has none. Put them in the quarantine's shape after."""
+    return records.withColumn(REASON, F.coalesce(F.col(REASON), F.lit(PASSED)))
 
 
 def mark_replayed(
     lake: LakeResource,
     replayed: Replaying,
-    rejects: DataFrame,
+    parsed: DataFrame,
     counts: tuple[int, int] | None = None,
 ) -> tuple[int, int]:
-    """Mark the quarantined records ``replayed`` read: those not among ``rejects`` (the ones
-    that fail again, in the quarantine's shape, with their reason) with the replay's run and
-    time, the others with their new reason, in one merge; call it after the table's writes.
-    Returns how many records were replayed and how many stay open: ``counts``, when the caller
-    counted them, else counted here (one query)."""
+    """Mark the quarantined records ``replayed`` read again, in one merge: those ``parsed``
+    (every record the replay parsed, in the quarantine's shape, ``read_again``) passed with the
+    replay's run and time, the others with their new reason; a record not parsed (not in
+    bronze, now a header line) stays open as it was. Call it after the table's writes. Returns
+    how many records were replayed and how many stay open: ``counts``, when the caller counted
+    them, else counted here (one query)."""
     identity = list(replayed.identity)
-    marks = replayed.opened.withColumn("_again", F.lit(None).cast("string"))
-    if counts is None or counts[1]:  # some fail again: their reasons (else no join)
-        failing = rejects.select(*identity, F.col(REASON).alias("_again"))
-        marks = replayed.opened.join(failing.dropDuplicates(identity), identity, "left")
-    passed = F.col("_again").isNull()
+    passes = F.col("_again") == PASSED
+    if counts is not None and counts == (replayed.size, 0):  # each record parsed, and passed
+        marks = replayed.opened.withColumn("_again", F.lit(PASSED))
+    else:
+        again = parsed.select(*identity, F.col(REASON).alias("_again")).dropDuplicates(identity)
+        marks = replayed.opened.join(again, identity)
     replay = replayed.replay
     marks = marks.select(
         *identity,
-        F.col("_again").alias(REASON),
-        F.when(passed, F.lit(replay.run_id)).alias(REPLAYED_BY),
-        F.when(passed, F.lit(replay.at)).alias(REPLAYED_AT),
+        F.when(~passes, F.col("_again")).alias(REASON),
+        F.when(passes, F.lit(replay.run_id)).alias(REPLAYED_BY),
+        F.when(passes, F.lit(replay.at)).alias(REPLAYED_AT),
     )
     if counts is None:
         row = marks.agg(F.count(REPLAYED_BY), F.count(REASON)).first()
@@ -217,11 +230,14 @@ def start_replay(
     config: ReplayConfig,
     run_id: str,
     full_refresh: bool = False,
+    upgrade: Upgrade | None = None,
 ) -> Replaying:
-    """The records a step's run replays, as its ``config`` asks (``replaying``).
+    """The records a step's run replays, as its ``config`` asks (``replaying``); ``upgrade``:
+    the quarantine's, if an earlier version wrote it in another layout.
 
     Raises:
         dg.Failure: the run also asks for a full refresh, or ``config`` cannot be read.
+        migrations.OutdatedTableError: the quarantine is of an earlier layout.
     """
     if full_refresh:
         raise dg.Failure(
@@ -231,4 +247,5 @@ def start_replay(
         replay = Replay.of(config, run_id)
     except ReplayError as error:
         raise dg.Failure(str(error)) from None
+    require_current(lake, upgrade)
     return replaying(lake, spark, source, replay)

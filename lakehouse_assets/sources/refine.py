@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import dagster as dg
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -22,7 +23,7 @@ from lakehouse_assets.checks.expectations import (
 )
 from lakehouse_assets.checks.transforms import Outcome
 from lakehouse_assets.constants import SILVER
-from lakehouse_assets.refinement.replay import Replaying, mark_replayed
+from lakehouse_assets.refinement.replay import Replaying, mark_replayed, read_again
 from lakehouse_assets.refinement.step import write_quarantine
 from lakehouse_assets.sources import cdc, debezium, transforms, writes
 from lakehouse_assets.sources import schema as types
@@ -109,6 +110,11 @@ def refine(
     if source.mode == "cdc-scd2" and not waits:
         validity = writes.validity(lake, source, typed, rebuild)
         waits = validity is None  # no order value yet to type valid_from by
+    if waits and replayed is not None:
+        raise dg.Failure(
+            f"silver.{source.name} cannot take the replayed records yet: no valid record has "
+            "shown its key columns or order values. The records stay in the quarantine."
+        )
     if waits:
         done.waiting = True
         return done
@@ -137,7 +143,8 @@ def refine(
     if source.mode in CDC_MODES:
         writes.record_deletes(lake, source, deleting, markers, rebuild)
     if replayed is not None:  # after the tables' writes: a record is marked once it is there
-        done.replayed, done.rejected = mark_replayed(lake, replayed, kafka_quarantine(typed))
+        parsed = kafka_quarantine(read_again(typed))
+        done.replayed, done.rejected = mark_replayed(lake, replayed, parsed)
     return done
 
 

@@ -186,13 +186,33 @@ def test_a_replay_refuses_a_bad_window_and_a_full_refresh_beside_it(
     assert replay(assets, resources, "payments", until="2000-01-01").success
     assert opened(spark, resources["lake"], "payments") == [(0, "wrong type amount")]
 
-    # A declared type narrower than the stored one stops the step: nothing is cast, or lost.
+    # A declared type narrower than the stored one is taken as it is (the column holds its
+    # values); one of another kind stops the step: nothing is cast, or lost.
     produce(broker.bootstrap_servers, [payment(2, 3)])
-    narrowed = source_assets(declared(tmp_path, "payments", PAYMENTS % "integer"))
-    result = dg.materialize(narrowed, resources=resources, raise_on_error=False)
-    assert "stores amount as decimal(20,6), declared bigint: casting its rows would change" in (
+    narrower = source_assets(declared(tmp_path, "payments", PAYMENTS % "integer"))
+    assert dg.materialize(narrower, resources=resources).success
+    assert rows(spark, resources["lake"], "payments", "_kafka_offset")[-1]["amount"] == 3
+    produce(broker.bootstrap_servers, [payment(3, "4")])
+    other = source_assets(declared(tmp_path, "payments", PAYMENTS % "string"))
+    result = dg.materialize(other, resources=resources, raise_on_error=False)
+    assert "stores amount as decimal(20,6), declared string: casting its rows would change" in (
         str(result.get_step_failure_events()[0])
     )
+
+
+def test_a_record_bronze_no_longer_holds_stays_open(
+    tmp_path: Path, broker: EmbeddedBroker, resources: dict[str, Any], spark: SparkSession
+) -> None:
+    resources["kafka"].create_topic("payments", partitions=1)
+    lake: LakeResource = resources["lake"]
+    produce(broker.bootstrap_servers, [payment(1, 1.5), payment(2, 2.5)])
+    wrong = source_assets(declared(tmp_path, "payments", PAYMENTS % "integer"))
+    assert dg.materialize(wrong, resources=resources).success
+    spark.sql(f"DELETE FROM delta.`{lake.table_uri('bronze', 'payments')}` WHERE offset = 1")
+    fixed = source_assets(declared(tmp_path, "payments", PAYMENTS % "number"))
+    assert replay(fixed, resources, "payments").success
+    assert paid(spark, lake) == [(0, Decimal("1.5"))]
+    assert opened(spark, lake, "payments") == [(1, "wrong type amount")]  # not marked
 
 
 def test_the_quarantine_shows_its_open_records_per_reason_run_after_run(
