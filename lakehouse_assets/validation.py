@@ -33,10 +33,14 @@ QUARANTINE = {
     "reason": "Why the record was rejected: the first rule it breaks (e.g. `missing user_id`, "
     "`wrong type heartrate`, `malformed json`, `not utf-8`).",
     "ingested_at": "When bronze ingested the record (UTC).",
+}
+# The columns a quarantine gains at its first replay (``refinement.replay``).
+REPLAYED = {
     "replayed_by": "The run id of the replay that brought the record into the table (null: the "
     "record is open).",
     "replayed_at": "When that replay ran (UTC).",
 }
+QUARANTINE_AND_REPLAYS = {**QUARANTINE, **REPLAYED}
 
 
 @dataclass(frozen=True)

@@ -60,7 +60,7 @@ from lakehouse_assets.refinement.step import (
     write_quarantine,
 )
 from lakehouse_assets.table_metadata import Column, code_references, table_metadata
-from lakehouse_assets.validation import QUARANTINE, REASON, valid
+from lakehouse_assets.validation import QUARANTINE_AND_REPLAYS, REASON, valid
 from resources import LakeResource, SparkResource
 from resources.delta_merge import Condition
 
@@ -364,7 +364,11 @@ def _refine(
         ],
         quarantine_metadata={
             **table_metadata(
-                lake, SILVER, spec.quarantine_table, QUARANTINE, lineage=spec.quarantine_lineage
+                lake,
+                SILVER,
+                spec.quarantine_table,
+                QUARANTINE_AND_REPLAYS,
+                lineage=spec.quarantine_lineage,
             ),
             **(
                 replay_metadata(replayed_count, quarantined)

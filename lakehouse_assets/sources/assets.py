@@ -48,7 +48,7 @@ from lakehouse_assets.sources.rules import source_rules
 from lakehouse_assets.sources.transforms import CHANGE_TYPE
 from lakehouse_assets.sources.writes import deletes_table
 from lakehouse_assets.table_metadata import code_references, table_metadata
-from lakehouse_assets.validation import QUARANTINE
+from lakehouse_assets.validation import QUARANTINE_AND_REPLAYS
 from resources import LakeResource, SensorSettings, SparkResource
 
 MODE_DESCRIPTIONS = {
@@ -190,7 +190,9 @@ def silver_asset(source: SourceDeclaration) -> dg.AssetsDefinition:
                     *expected,
                 ],
                 quarantine_metadata={
-                    **table_metadata(lake, SILVER, quarantine_table(source.name), QUARANTINE),
+                    **table_metadata(
+                        lake, SILVER, quarantine_table(source.name), QUARANTINE_AND_REPLAYS
+                    ),
                     **replay_metadata(done.replayed, done.rejected),
                 },
             ),
