@@ -20,7 +20,7 @@ from resources import (
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from lakehouse_assets.refinement.parsed import ParsedTable
+    from lakehouse_assets.refinement.parsed_table import ParsedTable
     from resources import LakeResource
 
 
@@ -97,7 +97,7 @@ def keys_missing(lake: LakeResource, spark: SparkSession, spec: ParsedTable) -> 
     query): more than 0 when an earlier version's rule kept fewer rows (``migrate`` rebuilds it
     then)."""
     from lakehouse_assets.constants import BRONZE, SILVER
-    from lakehouse_assets.refinement.parsed import all_rows
+    from lakehouse_assets.refinement.parsed_table import all_rows
 
     if not lake.exists(SILVER, spec.table):
         return 0

@@ -1,14 +1,13 @@
 """Silver tables parsed by fixed rules from one bronze table each, with the source's quarantine
-table for the records that break them (``validation``): what a pipeline declares of one
-(``ParsedTable``), and its multi-asset, on the silver step (``step``).
+table for the records that break them (``validation``): the multi-asset of one a pipeline
+declares (``parsed_table.ParsedTable``), on the silver step (``step``).
 
 A run parses the bronze changes it has not consumed, quarantines the rejects, merges the rest
 by the table's keys (or, for a table kept from its history, recomputes each changed key from all
 of its bronze records), and checks that every record it read is in one of the two tables.
 """
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator
 
 import dagster as dg
 from pydantic import Field
@@ -21,7 +20,7 @@ from lakehouse_assets.checks.expectation_results import (
     expectation_specs,
     fail_broken,
 )
-from lakehouse_assets.checks.expectations import Expectation, run_outcomes
+from lakehouse_assets.checks.expectations import run_outcomes
 from lakehouse_assets.checks.reconciliation import (
     BRONZE_RECONCILIATION,
     RECONCILED_WITH_BRONZE,
@@ -35,14 +34,13 @@ from lakehouse_assets.checks.results import (
     reconciliation_spec,
     written_rows,
 )
-from lakehouse_assets.checks.rules import TableRules
 from lakehouse_assets.checks.transforms import Outcome
 from lakehouse_assets.constants import BRONZE, DATE, SILVER, asset_key, asset_tags, writer_pool
-from lakehouse_assets.migrations import Upgrade
 from lakehouse_assets.refinement.accounting import accounted_by_the_writes, batch_counts
 from lakehouse_assets.refinement.changes import SILVER_KINDS, Changes, SilverConfig, read_changes
 from lakehouse_assets.refinement.column_types import follow_declared_types
-from lakehouse_assets.refinement.layout import dated, days_of, layout, read_days
+from lakehouse_assets.refinement.layout import days_of, layout, read_days
+from lakehouse_assets.refinement.parsed_table import ParsedTable, all_rows, rows_to_merge
 from lakehouse_assets.refinement.replay import (
     ReplayConfig,
     Replaying,
@@ -53,71 +51,14 @@ from lakehouse_assets.refinement.replay import (
 )
 from lakehouse_assets.refinement.step import (
     Refinement,
-    quarantine_table,
     refined_check_specs,
     refined_results,
     refined_specs,
     write_quarantine,
 )
-from lakehouse_assets.table_metadata import Column, code_references, table_metadata
-from lakehouse_assets.validation import QUARANTINE_AND_REPLAYS, REASON, valid
+from lakehouse_assets.table_metadata import code_references, table_metadata
+from lakehouse_assets.validation import QUARANTINE_AND_REPLAYS, REASON
 from resources import LakeResource, SparkResource
-from resources.delta_merge import Condition
-
-Transform = Callable[[DataFrame], DataFrame]
-Lineage = Mapping[str, tuple[Column, ...]]
-
-
-@dataclass(frozen=True)
-class ParsedTable:
-    """A silver table parsed from one bronze source, with a quarantine table for rejects.
-
-    ``parse``: bronze rows typed, each with a ``reason`` when it is rejected; ``quarantine``:
-    the rejected ones in the quarantine's shape; ``shape``: the valid ones as the table's rows,
-    merged by ``keys`` (an existing row is updated only when ``update_when`` holds, if given).
-    ``rules``, ``descriptions``, ``lineage``: the table's checks and what its columns hold and
-    come from; ``quarantine_lineage``: the quarantine's columns'."""
-
-    table: str
-    source: str
-    parse: Transform
-    quarantine: Transform
-    shape: Transform
-    keys: tuple[str, ...]
-    update_when: Condition | None = None
-    # Recompute each changed key from all its valid source records (newest-wins with deletes).
-    from_history: bool = False
-    # The column whose UTC date partitions the table (None: not laid out by days).
-    dated_by: str | None = None
-    # Every row is new (its key is its record's Kafka coordinates, which one run reads once):
-    # appended, with no merge to look for the key in the table.
-    append: bool = False
-    # A key is its record's identity (a reading's device and time): a row, once in the table,
-    # never changes, so only new keys are inserted (an insert-only merge, no file rewritten).
-    insert_only: bool = False
-    # The condition a replayed row must meet to replace its key's row (``refinement.replay``):
-    # that it came later (default: ``update_when``; a table of ``append`` or ``insert_only``,
-    # or with neither condition, inserts only the replayed rows whose keys it lacks; one kept
-    # ``from_history`` recomputes each key from all of bronze).
-    replay_when: Condition | None = None
-    rules: TableRules | None = None
-    # The Spark SQL types a user declared for its columns, which the table follows when they
-    # change (``column_types``); None: types fixed by the code.
-    column_types: Mapping[str, str] | None = None
-    # Declared by a user (``checks.expectations``); ``parse`` gives the dropped their reason.
-    expectations: tuple[Expectation, ...] = ()
-    descriptions: Mapping[str, str] | None = None
-    lineage: Lineage | None = None
-    quarantine_lineage: Lineage | None = None
-    owners: Sequence[str] = ()
-    description: str | None = None  # the table's (default: ``shape``'s docstring)
-    tags: Mapping[str, str] | None = None  # more tags of both assets
-    # The quarantine's upgrade, if an earlier version wrote it in another layout.
-    quarantine_upgrade: Upgrade | None = None
-
-    @property
-    def quarantine_table(self) -> str:
-        return quarantine_table(self.source)
 
 
 class ParsedConfig(SilverConfig):
@@ -129,25 +70,6 @@ class ParsedConfig(SilverConfig):
         "records (those chosen here) parsed again from bronze by today's rules; those that pass "
         "reach the table and are marked replayed, the others stay with their new reason.",
     )
-
-
-def _rows_to_merge(
-    lake: LakeResource, spark: SparkSession, spec: ParsedTable, parsed: DataFrame
-) -> DataFrame:
-    accepted = valid(parsed)
-    if spec.from_history:
-        changed = accepted.select(*spec.keys).distinct()
-        history = valid(spec.parse(lake.read(spark, BRONZE, spec.source)))
-        accepted = history.join(changed, list(spec.keys), "left_semi")
-    return dated(spec.shape(accepted), spec.dated_by)
-
-
-def all_rows(spec: ParsedTable, parsed: DataFrame) -> DataFrame:
-    """The table's rows from all of bronze (``parsed``)."""
-    rows = dated(spec.shape(valid(parsed)), spec.dated_by)
-    if spec.from_history:  # the newest event of a deleted key is its delete: no row
-        rows = rows.where(~F.col("deleted")).drop("deleted")
-    return rows
 
 
 def _reconcile(
@@ -168,7 +90,7 @@ def _reconcile(
     the table's history."""
     if not read:
         return Outcome(RECONCILED_WITH_BRONZE, 0, [])
-    accepted = merged if merged is not None else _rows_to_merge(lake, spark, spec, parsed)
+    accepted = merged if merged is not None else rows_to_merge(lake, spark, spec, parsed)
     if spec.from_history:  # a key whose newest event is its delete has no row
         accepted = accepted.where(~F.col("deleted"))
     if spec.dated_by:
@@ -257,7 +179,7 @@ def _refine(
     rows = None
     if not rebuild and (changes.fresh or not lake.exists(SILVER, spec.table)):
         # Computed before the merge: it may read the rows the merge replaces.
-        rows = _rows_to_merge(lake, spark, spec, parsed)
+        rows = rows_to_merge(lake, spark, spec, parsed)
         for column, kind in stored.items():
             rows = rows.withColumn(column, F.col(column).cast(kind))
         rows = rows.localCheckpoint()

@@ -11,7 +11,7 @@ from pyspark.sql import functions as F
 
 from lakehouse_assets.checks.expectations import mark_dropped, require_conditions
 from lakehouse_assets.checks.rules import TableRules
-from lakehouse_assets.refinement.parsed import ParsedTable, Transform
+from lakehouse_assets.refinement.parsed_table import ParsedTable, Transform
 from lakehouse_assets.sources.columns import ADDED
 from lakehouse_assets.sources.declarations import LANDING, SourceDeclaration
 from lakehouse_assets.sources.transforms import (

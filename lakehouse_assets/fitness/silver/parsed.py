@@ -22,7 +22,7 @@ from lakehouse_assets.fitness.silver import transforms
 from lakehouse_assets.fitness.silver.columns import DESCRIPTIONS, LINEAGE
 from lakehouse_assets.fitness.silver.rules import RULES
 from lakehouse_assets.fitness.upgrades import upgrade_of
-from lakehouse_assets.refinement.parsed import ParsedTable, Transform
+from lakehouse_assets.refinement.parsed_table import ParsedTable, Transform
 from lakehouse_assets.refinement.step import quarantine_table
 from lakehouse_assets.validation import csv_quarantine, kafka_quarantine
 from resources.delta_merge import later
