@@ -18,8 +18,8 @@ from lakehouse_assets.checks.expectations import (
     row_count_holds,
     table_outcome,
 )
+from lakehouse_assets.checks.outcome import Outcome
 from lakehouse_assets.checks.results import markdown
-from lakehouse_assets.checks.transforms import Outcome
 from lakehouse_assets.constants import asset_key
 from resources import LakeResource
 

@@ -24,7 +24,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType
 
-from lakehouse_assets.checks.transforms import SAMPLE_ROWS, Outcome
+from lakehouse_assets.checks.outcome import SAMPLE_ROWS, Outcome
 
 Action = Literal["warn", "drop", "fail"]
 ACTIONS: tuple[Action, ...] = ("warn", "drop", "fail")
@@ -41,7 +41,9 @@ class Expectation:
     """One declared expectation: its name, what a violation does, and exactly one kind:
     ``check`` (a condition of each row), ``unique`` (columns), ``references`` (a table
     ``layer.name`` and the columns looked up in it, named alike in both), ``row_count``
-    (``(min, max)``, either None)."""
+    (``(min, max)``, either None). ``where``: the rows a ``unique`` considers (a condition;
+    default all); ``description``: what it asks, in words, in place of the sentence made of it.
+    A table's own rules are expectations too (``checks.rules``)."""
 
     name: str
     on_violation: Action
@@ -49,6 +51,8 @@ class Expectation:
     unique: tuple[str, ...] = ()
     references: tuple[str, tuple[str, ...]] | None = None
     row_count: tuple[int | None, int | None] | None = None
+    where: str | None = None
+    description: str | None = None
 
     @property
     def per_row(self) -> bool:
@@ -62,10 +66,13 @@ class Expectation:
 
     def describe(self) -> str:
         """What it asks of the table and what a violation does, in a sentence."""
+        if self.description is not None:
+            return self.description
         if self.check is not None:
             asks = f"Every row: `{self.check}` (null counts as met)"
         elif self.unique:
             asks = f"No two rows without nulls share {_listed(self.unique)}"
+            asks += f" among those where `{self.where}`" if self.where else ""
         elif self.references is not None:
             table, columns = self.references
             asks = f"Each {_listed(columns)} without nulls is in `{table}`"
@@ -173,7 +180,9 @@ def table_outcome(
     before it exists) lacks; a few of the values either way. A row with a null in the columns
     breaks neither (SQL's UNIQUE and FOREIGN KEY do the same)."""
     columns = list(expectation.unique or (expectation.references or ("", ()))[1])
-    present = table.where(~_any_null(columns))  # NULL equals nothing, as in SQL's UNIQUE
+    present = table.where(~any_null(columns))  # NULL equals nothing, as in SQL's UNIQUE
+    if expectation.where:
+        present = present.where(F.coalesce(F.expr(expectation.where), F.lit(False)))
     if expectation.unique:
         repeated = present.groupBy(*columns).count().where("count > 1")
         found = repeated.agg(F.sum(F.col("count") - 1)).first()
@@ -214,7 +223,8 @@ def row_count_holds(expectation: Expectation, rows: int) -> bool:
     return (low is None or rows >= low) and (high is None or rows <= high)
 
 
-def _any_null(columns: Sequence[str]) -> Column:
+def any_null(columns: Sequence[str]) -> Column:
+    """Whether any of ``columns`` is null in a row."""
     nulls = F.lit(False)
     for column in columns:
         nulls = nulls | F.col(column).isNull()

@@ -21,7 +21,7 @@ from functools import reduce
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from lakehouse_assets.checks.transforms import SAMPLE_ROWS, Outcome
+from lakehouse_assets.checks.outcome import SAMPLE_ROWS, Outcome
 
 RECONCILED_WITH_BRONZE = "reconciled_with_bronze"
 QUARANTINE_IDENTITY = ("source", "partition", "offset", "raw")  # offsets are null for files

@@ -10,34 +10,13 @@ from typing import Any
 import dagster as dg
 from pyspark.sql import DataFrame, SparkSession
 
-from lakehouse_assets.checks.rules import (
-    PRIMARY_KEY_NOT_NULL,
-    PRIMARY_KEY_UNIQUE,
-    QUARANTINE_RATE,
-    TableRules,
-)
-from lakehouse_assets.checks.transforms import Outcome, count_offending, evaluate
+from lakehouse_assets.checks.outcome import Outcome
+from lakehouse_assets.checks.rules import QUARANTINE_RATE, TableRules
+from lakehouse_assets.checks.transforms import count_offending, evaluate
 from lakehouse_assets.constants import asset_key
 from resources import LakeResource, delta
 from resources.delta import PartitionFilters
 from resources.settings import quarantine_warn_rate
-
-
-def describe(rules: TableRules, name: str) -> str:
-    """What rule ``name`` of ``rules`` asks of the table, in a sentence."""
-    keys = ", ".join(f"`{key}`" for key in rules.keys)
-    if name == PRIMARY_KEY_UNIQUE:
-        return f"No two rows share the primary key ({keys})."
-    if name == PRIMARY_KEY_NOT_NULL:
-        return f"No primary key column ({keys}) is null."
-    if name.startswith("accepted_") and name[len("accepted_") :] in rules.accepted:
-        column = name[len("accepted_") :]
-        values = ", ".join(f"`{value}`" for value in rules.accepted[column])
-        return f"`{column}` is null or one of {values}."
-    if name in rules.conditions:
-        return f"Every row: {rules.conditions[name].description}."
-    columns, where = rules.unique_where[name]
-    return f"{', '.join(f'`{c}`' for c in columns)} unique among the rows where `{where}`."
 
 
 def check_specs(key: dg.AssetKey, rules: TableRules | None) -> list[dg.AssetCheckSpec]:
@@ -45,8 +24,8 @@ def check_specs(key: dg.AssetKey, rules: TableRules | None) -> list[dg.AssetChec
     if rules is None:
         return []
     return [
-        dg.AssetCheckSpec(name, asset=key, blocking=True, description=describe(rules, name))
-        for name in rules.check_names()
+        dg.AssetCheckSpec(e.name, asset=key, blocking=True, description=e.describe())
+        for e in rules.expectations
     ]
 
 

@@ -21,6 +21,7 @@ from lakehouse_assets.checks.expectation_results import (
     fail_broken,
 )
 from lakehouse_assets.checks.expectations import run_outcomes
+from lakehouse_assets.checks.outcome import Outcome
 from lakehouse_assets.checks.reconciliation import (
     BRONZE_RECONCILIATION,
     RECONCILED_WITH_BRONZE,
@@ -34,7 +35,6 @@ from lakehouse_assets.checks.results import (
     reconciliation_spec,
     written_rows,
 )
-from lakehouse_assets.checks.transforms import Outcome
 from lakehouse_assets.constants import BRONZE, DATE, SILVER, asset_key, asset_tags, writer_pool
 from lakehouse_assets.refinement.accounting import accounted_by_the_writes, batch_counts
 from lakehouse_assets.refinement.changes import SILVER_KINDS, Changes, SilverConfig, read_changes

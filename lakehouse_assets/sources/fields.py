@@ -10,7 +10,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from lakehouse_assets.checks.expectations import mark_dropped, require_conditions
-from lakehouse_assets.checks.rules import TableRules
+from lakehouse_assets.checks.rules import TableRules, accepted_values, primary_key
 from lakehouse_assets.refinement.parsed_table import ParsedTable, Transform
 from lakehouse_assets.sources.columns import ADDED
 from lakehouse_assets.sources.declarations import LANDING, SourceDeclaration
@@ -136,7 +136,7 @@ def fields_table(source: SourceDeclaration) -> ParsedTable:
     parse, shape, added = _csv_parts(source) if landing else _json_parts(source)
     keys = source.keys if source.mode == "latest-per-key" else COORDINATES
     fields = json_fields(source)
-    accepted = {f.name: f.allowed for f in fields if f.allowed}
+    accepted = tuple(accepted_values(f.name, f.allowed) for f in fields if f.allowed)
     description = DESCRIPTIONS["csv" if landing else source.mode]
     return ParsedTable(
         source.name,
@@ -145,7 +145,7 @@ def fields_table(source: SourceDeclaration) -> ParsedTable:
         csv_quarantine if landing else kafka_quarantine,
         shape,
         tuple(keys),
-        rules=TableRules(keys=tuple(keys), accepted=accepted),
+        rules=TableRules((*primary_key(*keys), *accepted)),
         expectations=tuple(declared.expectation() for declared in source.expectations),
         descriptions={**{field.name: _describe(field) for field in fields}, **added},
         owners=source.owners,

@@ -21,7 +21,7 @@ from lakehouse_assets.checks.expectations import (
     require_conditions,
     run_outcomes,
 )
-from lakehouse_assets.checks.transforms import Outcome
+from lakehouse_assets.checks.outcome import Outcome
 from lakehouse_assets.constants import SILVER
 from lakehouse_assets.refinement.replay import Replaying, mark_replayed, read_again
 from lakehouse_assets.refinement.step import write_quarantine

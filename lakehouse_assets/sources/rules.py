@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from lakehouse_assets.checks.rules import ONE_CURRENT_VERSION, TableRules
+from lakehouse_assets.checks.expectations import Expectation
+from lakehouse_assets.checks.rules import ONE_CURRENT_VERSION, TableRules, primary_key
 from lakehouse_assets.sources.cdc import IS_CURRENT, VALID_FROM
 from lakehouse_assets.sources.declarations import SourceDeclaration
 
@@ -12,10 +13,17 @@ def source_rules(source: SourceDeclaration) -> TableRules:
     (``keys`` for SCD1; ``keys`` and ``valid_from`` for SCD2, with one current version per key;
     the Kafka key for a latest-per-key mirror; the record's Kafka coordinates for append)."""
     if source.mode == "cdc-scd1":
-        return TableRules(keys=source.keys)
+        return TableRules(primary_key(*source.keys))
     if source.mode == "cdc-scd2":
-        current = {ONE_CURRENT_VERSION: (source.keys, IS_CURRENT)}
-        return TableRules(keys=(*source.keys, VALID_FROM), unique_where=current)
+        listed = ", ".join(f"`{key}`" for key in source.keys)
+        current = Expectation(
+            ONE_CURRENT_VERSION,
+            "fail",
+            unique=source.keys,
+            where=IS_CURRENT,
+            description=f"{listed} unique among the rows where `{IS_CURRENT}`.",
+        )
+        return TableRules((*primary_key(*source.keys, VALID_FROM), current))
     if source.mode == "latest-per-key":
-        return TableRules(keys=("_kafka_key",))
-    return TableRules(keys=("_kafka_topic", "_kafka_partition", "_kafka_offset"))
+        return TableRules(primary_key("_kafka_key"))
+    return TableRules(primary_key("_kafka_topic", "_kafka_partition", "_kafka_offset"))

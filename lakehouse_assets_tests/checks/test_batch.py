@@ -9,14 +9,13 @@ import dagster as dg
 from pyspark.sql import SparkSession
 
 from lakehouse_assets.checks.results import check_results, written_rows
-from lakehouse_assets.checks.rules import Condition, TableRules
+from lakehouse_assets.checks.rules import TableRules, condition, primary_key
 from lakehouse_assets.constants import SILVER, asset_key
 from resources import LakeResource
 
 KEY = asset_key(SILVER, "readings")
 RULES = TableRules(
-    keys=("device", "time"),
-    conditions={"plausible": Condition("bpm BETWEEN 25 AND 250", "`bpm` is plausible")},
+    (*primary_key("device", "time"), condition("plausible", "bpm BETWEEN 25 AND 250", "plausible"))
 )
 SCHEMA = "device string, time string, bpm int"
 ON_BATCH = "the rows this run wrote"

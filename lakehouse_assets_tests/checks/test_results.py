@@ -62,5 +62,38 @@ def test_the_rows_a_fitness_write_takes_are_keyed_as_its_rules() -> None:
     merged_by[WORKOUT_BPM] = (*WORKOUT_KEYS, "time")
     for table, keys in merged_by.items():
         assert SILVER_RULES[table].keys == keys, table
-        assert not SILVER_RULES[table].unique_where, table
+        unique = [e.name for e in SILVER_RULES[table].expectations if e.unique]
+        assert unique == ["primary_key_unique"], table
     assert all(GOLD_RULES[table].key_fixes_day for table in (GYM_SUMMARY, WORKOUT_BPM_SUMMARY))
+
+
+# The checks the fitness pipeline had when its rules were a type of their own, listed by hand:
+# as expectations that fail on violation, each is still a blocking check of its table.
+FITNESS_RULES = {
+    (SILVER, "users"): set(),
+    (SILVER, "gym_logs"): {"logout_after_login"},
+    (SILVER, "user_profile"): set(),
+    (SILVER, "heart_rate"): {"heartrate_plausible"},
+    (SILVER, "workouts"): {"accepted_action"},
+    (SILVER, "completed_workouts"): {"workout_duration"},
+    (SILVER, "workout_bpm"): {"heartrate_plausible", "reading_inside_workout"},
+    (SILVER, "user_bins"): {"accepted_age"},
+    (GOLD, "workout_bpm_summary"): {"accepted_age", "bpm_ordered", "recordings_positive"},
+    (GOLD, "gym_summary"): {"minutes_non_negative"},
+}
+
+
+def test_the_fitness_rules_are_expectations_that_block_as_before() -> None:
+    graph = defs.resolve_asset_graph()
+    for (layer, table), rules in FITNESS_RULES.items():
+        expected = {"primary_key_unique", "primary_key_not_null", *rules}
+        declared = (SILVER_RULES if layer == SILVER else GOLD_RULES)[table].expectations
+        assert {e.name for e in declared} == expected, table
+        assert {e.on_violation for e in declared} == {"fail"}, table
+        key = asset_key(layer, table)
+        blocking = {
+            check.name
+            for check in graph.asset_check_keys
+            if check.asset_key == key and graph.get_check_spec(check).blocking
+        }
+        assert expected <= blocking, table

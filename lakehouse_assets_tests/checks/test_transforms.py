@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from lakehouse_assets.checks.rules import Condition, TableRules
+from lakehouse_assets.checks.rules import TableRules, accepted_values, condition, primary_key
 from lakehouse_assets.checks.transforms import count_offending, evaluate
 from lakehouse_assets.constants import GOLD, SILVER
 from lakehouse_assets.fitness.gold.rules import RULES as GOLD_RULES
@@ -156,9 +156,11 @@ def test_each_crafted_break_fails_its_rule_alone(
 
 def test_a_failed_rule_comes_with_a_sample_of_its_offending_rows(spark: SparkSession) -> None:
     rules = TableRules(
-        keys=("id",),
-        accepted={"kind": ("a", "b")},
-        conditions={"positive": Condition("amount > 0", "`amount` above 0")},
+        (
+            *primary_key("id"),
+            accepted_values("kind", ("a", "b")),
+            condition("positive", "amount > 0", "`amount` above 0"),
+        )
     )
     rows = spark.createDataFrame(
         [(1, "a", 5), (1, "b", 0), (1, "c", None), (2, None, -1), (None, "a", 3)],

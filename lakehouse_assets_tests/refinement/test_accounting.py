@@ -7,7 +7,13 @@ from datetime import date
 
 from pyspark.sql import SparkSession
 
-from lakehouse_assets.checks.rules import PRIMARY_KEY_NOT_NULL, PRIMARY_KEY_UNIQUE, TableRules
+from lakehouse_assets.checks.rules import (
+    PRIMARY_KEY_NOT_NULL,
+    PRIMARY_KEY_UNIQUE,
+    TableRules,
+    accepted_values,
+    primary_key,
+)
 from lakehouse_assets.refinement.accounting import MergedBatch, batch_counts
 
 
@@ -65,7 +71,7 @@ def test_the_rules_are_counted_on_the_live_rows_in_the_same_query(spark: SparkSe
         ],
         "id int, action string, deleted boolean",
     )
-    rules = TableRules(keys=("id",), accepted={"action": ("start", "stop")})
+    rules = TableRules((*primary_key("id"), accepted_values("action", ("start", "stop"))))
     _, _, batch = batch_counts(parsed, rows, False, True, 1, rules)
     assert batch is not None and (batch.rows, batch.deletes) == (6, 1)
     assert batch.offending == {

@@ -8,6 +8,7 @@ import dagster as dg
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from lakehouse_assets.checks.outcome import Outcome
 from lakehouse_assets.checks.reconciliation import (
     table_reconciliation,
 )
@@ -20,7 +21,6 @@ from lakehouse_assets.checks.results import (
     require_upstream_checks_passed,
     written_rows,
 )
-from lakehouse_assets.checks.transforms import Outcome
 from lakehouse_assets.constants import DATE, SILVER, asset_key, consumer_app_id, writer_pool
 from lakehouse_assets.fitness.names import (
     COMPLETED_WORKOUTS,
