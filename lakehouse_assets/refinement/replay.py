@@ -124,9 +124,17 @@ class Replaying:
         return f"{self.source}{QUARANTINE_SUFFIX}"
 
 
-def replaying(lake: LakeResource, spark: SparkSession, source: str, replay: Replay) -> Replaying:
+def replaying(
+    lake: LakeResource,
+    spark: SparkSession,
+    source: str,
+    replay: Replay,
+    tombstones: bool = False,
+) -> Replaying:
     """The open quarantined records of bronze table ``source`` that ``replay`` chooses, with
-    their bronze rows (none when the source has no quarantine yet).
+    their bronze rows (none when the source has no quarantine yet). With ``tombstones`` (a
+    latest-per-key mirror's), the rows come with the tombstones bronze holds of their keys at a
+    higher offset: a key deleted after a replayed record stays deleted, as in the stream.
 
     Raises:
         dg.Failure: bronze holds no table ``source``.
@@ -154,7 +162,19 @@ def replaying(lake: LakeResource, spark: SparkSession, source: str, replay: Repl
     opened = opened.localCheckpoint(eager=True)
     wanted = opened.select(*[F.col(name).alias(columns[name]) for name in identity])
     records = bronze.join(wanted, list(wanted.columns), "left_semi")
+    if tombstones and not landing:
+        records = records.unionByName(_later_tombstones(bronze, records))
     return Replaying(replay, source, identity, opened, records, opened.count())
+
+
+def _later_tombstones(bronze: DataFrame, records: DataFrame) -> DataFrame:
+    """The tombstones (records without a value) ``bronze`` holds of the keys of ``records``, each
+    after the first of its key's records there (offsets are ordered within a partition, where
+    Kafka keeps a key's records)."""
+    where = ["topic", "partition", "key"]
+    first = records.groupBy(*where).agg(F.min("offset").alias("_first"))
+    later = bronze.where(F.col("value").isNull()).join(first, where)
+    return later.where(F.col("offset") > F.col("_first")).drop("_first")
 
 
 PASSED = ""  # the reason of a record read again that passes (no reason is empty)
@@ -231,9 +251,11 @@ def start_replay(
     run_id: str,
     full_refresh: bool = False,
     upgrade: Upgrade | None = None,
+    tombstones: bool = False,
 ) -> Replaying:
-    """The records a step's run replays, as its ``config`` asks (``replaying``); ``upgrade``:
-    the quarantine's, if an earlier version wrote it in another layout.
+    """The records a step's run replays, as its ``config`` asks (``replaying``, with its
+    ``tombstones``); ``upgrade``: the quarantine's, if an earlier version wrote it in another
+    layout.
 
     Raises:
         dg.Failure: the run also asks for a full refresh, or ``config`` cannot be read.
@@ -248,4 +270,4 @@ def start_replay(
     except ReplayError as error:
         raise dg.Failure(str(error)) from None
     require_current(lake, upgrade)
-    return replaying(lake, spark, source, replay)
+    return replaying(lake, spark, source, replay, tombstones)

@@ -152,8 +152,9 @@ def silver_asset(source: SourceDeclaration) -> dg.AssetsDefinition:
         upstream, replayed = (BRONZE, source.name), None
         if config.replay is not None:
             replayed = start_replay(
-                lake, session, source.name, config.replay, context.run_id, config.full_refresh
-            )
+                lake, session, source.name, config.replay, context.run_id, config.full_refresh,
+                tombstones=source.mode == "latest-per-key",
+            )  # fmt: skip
             records = replayed.records.withColumn(CHANGE_TYPE, F.lit("insert"))
             changes = Changes(records, {}, fresh=True)
         else:

@@ -284,6 +284,10 @@ def reading(key: str, level: int) -> Message:
     return record(key, {"level": level}, "readings")
 
 
+def tombstone(key: str) -> Message:
+    return Message("readings", key, None)
+
+
 def test_inferred_append_and_latest_per_key_replay_in_their_order(
     tmp_path: Path,
     broker: EmbeddedBroker,
@@ -304,10 +308,13 @@ def test_inferred_append_and_latest_per_key_replay_in_their_order(
         reading("m", -5),  # m's only record was dropped
         reading("n", -3), reading("n", 4),  # n's older record was dropped
         reading("p", 5), reading("p", -6),  # p's newer record was dropped
+        reading("t", -2), tombstone("t"),  # t's record was dropped, then t deleted
+        tombstone("u"), reading("u", -7),  # u deleted, then its newer record dropped
     ])  # fmt: skip
     assert dg.materialize(sources("level >= 0"), resources=resources).success
-    for name in ("log", "latest"):
-        assert [o for o, _ in opened(spark, lake, name)] == [1, 3, 4, 7]
+    # A log quarantines a tombstone (no value); a latest-per-key table deletes its key.
+    assert [o for o, _ in opened(spark, lake, "log")] == [1, 3, 4, 7, 8, 9, 10, 11]
+    assert [o for o, _ in opened(spark, lake, "latest")] == [1, 3, 4, 7, 8, 11]
 
     assets = sources("level >= -10")
     monkeypatch.setattr(refine_step, "mark_replayed", killed)
@@ -316,14 +323,16 @@ def test_inferred_append_and_latest_per_key_replay_in_their_order(
     for _ in range(2):  # after the stopped one, and again: the same tables
         assert replay(assets, resources, "log", "latest").success
         log = [(r["_kafka_offset"], r["level"]) for r in rows(spark, lake, "log", "_kafka_offset")]
-        assert log == [(0, 1), (1, -1), (2, 2), (3, -5), (4, -3), (5, 4), (6, 5), (7, -6)]
+        assert log == [
+            (0, 1), (1, -1), (2, 2), (3, -5), (4, -3), (5, 4), (6, 5), (7, -6), (8, -2), (11, -7)
+        ]  # fmt: skip
         latest = [
             (r["_kafka_key"], r["_kafka_offset"], r["level"])
             for r in rows(spark, lake, "latest", "_kafka_offset")
-        ]  # the highest offset of each key, as had nothing been dropped
-        assert latest == [("k", 2, 2), ("m", 3, -5), ("n", 5, 4), ("p", 7, -6)]
-        for name in ("log", "latest"):
-            assert opened(spark, lake, name) == []
+        ]  # the highest offset of each key, as had nothing been dropped; t stays deleted
+        assert latest == [("k", 2, 2), ("m", 3, -5), ("n", 5, 4), ("p", 7, -6), ("u", 11, -7)]
+        assert [o for o, _ in opened(spark, lake, "log")] == [9, 10]  # still no value
+        assert opened(spark, lake, "latest") == []
 
 
 def test_cdc_replays_bring_the_dropped_changes_into_scd1_and_scd2_in_their_order(
