@@ -254,8 +254,13 @@ def _refine(
     return Refinement(
         read=read,
         rejected=quarantined,
-        # What the quarantine gained, when the run only appended its rejects to it.
-        appended=reasons if replayed is None and not rebuild else None,
+        # How its open records changed, when the run only appended its rejects or marked its
+        # replayed records.
+        appended=(
+            replayed.open_change(read, reasons)
+            if replayed is not None
+            else (reasons if not rebuild else None)
+        ),
         quarantine_before=quarantine_before,
         metadata={
             **table_metadata(

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import operator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import dagster as dg
@@ -108,9 +108,10 @@ def _instant(text: str | None, name: str) -> datetime | None:
 
 @dataclass(frozen=True)
 class Replaying:
-    """The records a replay reads again: the identities (``identity`` columns) of the open
-    quarantine rows it chose (``opened``, checkpointed; ``size`` of them), and their bronze
-    rows (``records``)."""
+    """The records a replay reads again: the identities (``identity`` columns) and reasons of
+    the open quarantine rows it chose (``opened``, checkpointed, one row per identity and
+    reason; ``size`` of them), how many rows there are per reason (``reasons``), and their
+    bronze rows (``records``)."""
 
     replay: Replay
     source: str
@@ -118,10 +119,28 @@ class Replaying:
     opened: DataFrame
     records: DataFrame
     size: int = 0
+    reasons: dict[str, int] = field(default_factory=dict)
+
+    def open_change(self, parsed: int, rejected: dict[str, int]) -> dict[str, int] | None:
+        """How the quarantine's open records per reason change when the replay's marks are
+        made, given the records it ``parsed`` and those ``rejected`` again per new reason: the
+        chosen rows leave their reasons, the rejected join theirs. None when that cannot be told
+        from the counts (a record not parsed, or one of several rows): then they are counted."""
+        if not self.size == sum(self.reasons.values()) == parsed:
+            return None
+        change = {reason: -count for reason, count in self.reasons.items()}
+        for reason, count in rejected.items():
+            change[reason] = change.get(reason, 0) + count
+        return change
 
     @property
     def quarantine(self) -> str:
         return f"{self.source}{QUARANTINE_SUFFIX}"
+
+    @property
+    def identities(self) -> DataFrame:
+        """The identities of the records chosen, each once."""
+        return self.opened.select(*self.identity).distinct()
 
 
 def replaying(
@@ -157,14 +176,21 @@ def replaying(
         chosen.append(F.col("ingested_at") >= F.lit(replay.since))
     if replay.until is not None:
         chosen.append(F.col("ingested_at") < F.lit(replay.until))
-    # Once each (a file may hold a line twice), checkpointed: the marks are made on the same.
-    opened = rows.where(functools.reduce(operator.and_, chosen)).select(*identity).distinct()
-    opened = opened.localCheckpoint(eager=True)
+    # Each identity and reason once, with its rows (a file may hold a line twice), checkpointed:
+    # the marks are made on the same.
+    opened = rows.where(functools.reduce(operator.and_, chosen)).groupBy(*identity, REASON)
+    opened = opened.agg(F.count(F.lit(1)).alias(ROWS)).localCheckpoint(eager=True)
+    per_reason = opened.groupBy(REASON).agg(F.sum(ROWS).alias(ROWS), F.count(F.lit(1)).alias("n"))
+    counted = per_reason.collect()
     wanted = opened.select(*[F.col(name).alias(columns[name]) for name in identity])
     records = bronze.join(wanted, list(wanted.columns), "left_semi")
     if tombstones and not landing:
         records = records.unionByName(_later_tombstones(bronze, records))
-    return Replaying(replay, source, identity, opened, records, opened.count())
+    size, reasons = sum(r["n"] for r in counted), {r[REASON]: r[ROWS] for r in counted}
+    return Replaying(replay, source, identity, opened, records, size, reasons)
+
+
+ROWS = "_rows"  # how many quarantine rows an opened identity and reason stand for
 
 
 def _later_tombstones(bronze: DataFrame, records: DataFrame) -> DataFrame:
@@ -201,10 +227,10 @@ def mark_replayed(
     identity = list(replayed.identity)
     passes = F.col("_again") == PASSED
     if counts is not None and counts == (replayed.size, 0):  # each record parsed, and passed
-        marks = replayed.opened.withColumn("_again", F.lit(PASSED))
+        marks = replayed.identities.withColumn("_again", F.lit(PASSED))
     else:
         again = parsed.select(*identity, F.col(REASON).alias("_again")).dropDuplicates(identity)
-        marks = replayed.opened.join(again, identity)
+        marks = replayed.identities.join(again, identity)
     replay = replayed.replay
     marks = marks.select(
         *identity,

@@ -116,9 +116,10 @@ class Refinement:
     metadata: Mapping[str, Any] = field(default_factory=dict)
     checks: Sequence[dg.AssetCheckResult] = ()
     quarantine_metadata: Mapping[str, Any] = field(default_factory=dict)
-    # The rejects the run appended to the quarantine, per reason, to its version
-    # ``quarantine_before``; None when it wrote it otherwise (a replay, a rebuild) or the
-    # caller did not count them.
+    # How the quarantine's open records changed per reason from its version
+    # ``quarantine_before``: the rejects the run appended, or, for a replay, the records it
+    # marked (negative) and those rejected again under a new reason; None when it wrote it
+    # otherwise (a rebuild) or the caller did not count them.
     appended: Mapping[str, int] | None = None
     quarantine_before: int | None = None
 
@@ -133,8 +134,8 @@ def open_records(
     """How many records the quarantine of ``source`` holds open (not replayed), in all and per
     reason, as metadata, with no query when its last materialization recorded them: as they
     were, when the table is still at that version (``delta_version`` metadata); with the run's
-    rejects added, when the run only appended them to that version (``done``). Else they are
-    counted (one query)."""
+    change (``done.appended``: its rejects, or its replay's marks) from that version. Else they
+    are counted (one query)."""
     table = quarantine_table(source)
     event = context.instance.get_latest_materialization_event(asset_key(SILVER, table))
     last = event.asset_materialization.metadata if event and event.asset_materialization else {}
@@ -149,6 +150,7 @@ def open_records(
             counts = dict(known.data)
             for reason, count in done.appended.items():
                 counts[reason] = counts.get(reason, 0) + count
+            counts = {reason: count for reason, count in counts.items() if count}
     if counts is None and done.appended is not None and done.quarantine_before is None:
         counts = dict(done.appended)  # the run made the table
     if counts is None:
