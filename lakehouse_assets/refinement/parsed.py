@@ -254,13 +254,10 @@ def _refine(
     return Refinement(
         read=read,
         rejected=quarantined,
-        # How its open records changed, when the run only appended its rejects or marked its
-        # replayed records.
-        appended=(
-            replayed.open_change(read, reasons)
-            if replayed is not None
-            else (reasons if not rebuild else None)
-        ),
+        # How its open records changed: the rejects appended, or the replayed records marked.
+        open_change=replayed.open_change(read, reasons)
+        if replayed
+        else (None if rebuild else reasons),
         quarantine_before=quarantine_before,
         metadata={
             **table_metadata(

@@ -120,7 +120,7 @@ class Refinement:
     # ``quarantine_before``: the rejects the run appended, or, for a replay, the records it
     # marked (negative) and those rejected again under a new reason; None when it wrote it
     # otherwise (a rebuild) or the caller did not count them.
-    appended: Mapping[str, int] | None = None
+    open_change: Mapping[str, int] | None = None
     quarantine_before: int | None = None
 
 
@@ -134,7 +134,7 @@ def open_records(
     """How many records the quarantine of ``source`` holds open (not replayed), in all and per
     reason, as metadata, with no query when its last materialization recorded them: as they
     were, when the table is still at that version (``delta_version`` metadata); with the run's
-    change (``done.appended``: its rejects, or its replay's marks) from that version. Else they
+    change (``done.open_change``: its rejects, or its replay's marks) from that version. Else they
     are counted (one query)."""
     table = quarantine_table(source)
     event = context.instance.get_latest_materialization_event(asset_key(SILVER, table))
@@ -144,15 +144,15 @@ def open_records(
     if isinstance(known, dg.JsonMetadataValue) and isinstance(known.data, dict):
         if last.get("delta_version") == version:
             counts = dict(known.data)
-        elif done.appended is not None and last.get("delta_version") == dg.MetadataValue.text(
+        elif done.open_change is not None and last.get("delta_version") == dg.MetadataValue.text(
             str(done.quarantine_before)
         ):
             counts = dict(known.data)
-            for reason, count in done.appended.items():
+            for reason, count in done.open_change.items():
                 counts[reason] = counts.get(reason, 0) + count
             counts = {reason: count for reason, count in counts.items() if count}
-    if counts is None and done.appended is not None and done.quarantine_before is None:
-        counts = dict(done.appended)  # the run made the table
+    if counts is None and done.open_change is not None and done.quarantine_before is None:
+        counts = dict(done.open_change)  # the run made the table
     if counts is None:
         counts = {}
         if lake.exists(SILVER, table):
