@@ -8,16 +8,16 @@ embedded broker and a Spark Connect server started as ``make run`` starts it. ``
 records (100,000 by default) whose amounts are decimals are produced to its topic, so the
 stream's run (bronze, then silver) quarantines every one (``wrong type amount``). The
 declaration is then fixed (``amount: number``) and the quarantine replayed: every record reaches
-silver, and the quarantine marks each replayed.
+silver, and the quarantine's replay log records each.
 
 Printed per round, per 1,000 records: the stream's run (its bronze step, which reads the records
 from Kafka, and its silver step, which quarantines them) and the replay's silver step (which
-reads them from bronze, writes them to silver and marks them in the quarantine), each a step's
-wall time from its STEP_SUCCESS event; and two ratios: the replay against the stream's run
-(bronze and silver: the records from where they are to where they end), and against the stream's
-silver step alone. Each round takes a new lake and topic, and one Dagster instance for both
-runs, as a deployment has; the server stays warm. The target of issue 79: the replay at most as
-slow per record as the stream.
+reads them from bronze, writes them to silver and logs them in the quarantine's replay log),
+each a step's wall time from its STEP_SUCCESS event; and two ratios: the replay against the
+stream's run (bronze and silver: the records from where they are to where they end), and against
+the stream's silver step alone. Each round takes a new lake and topic, and one Dagster instance
+for both runs, as a deployment has; the server stays warm. The target of issue 79: the replay at
+most as slow per record as the stream.
 
 Usage::
 

@@ -13,6 +13,8 @@ GOLD: Final = "gold"
 LANDING_DIR: Final = "landing"
 # A source's rejected records go to silver.<source>_quarantine.
 QUARANTINE_SUFFIX: Final = "_quarantine"
+# Each replay of a quarantine logs the records it read again in <quarantine>_replays.
+REPLAYS_SUFFIX: Final = "_replays"
 
 # Silver tables that grow with time are partitioned by DATE, the UTC date of one of their columns
 # (a pipeline names which), so that a run's merges and reads touch only the days its changes span.

@@ -34,7 +34,8 @@ QUARANTINE = {
     "`wrong type heartrate`, `malformed json`, `not utf-8`).",
     "ingested_at": "When bronze ingested the record (UTC).",
 }
-# The columns a quarantine gains at its first replay (``refinement.replay``).
+# The columns in which replays of earlier versions marked a quarantine's records, kept in the
+# quarantines they marked (``refinement.replay``).
 REPLAYED = {
     "replayed_by": "The run id of the replay that brought the record into the table (null: the "
     "record is open).",

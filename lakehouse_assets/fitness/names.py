@@ -3,7 +3,7 @@ tables are laid out (the day each row belongs to, the columns OPTIMIZE Z-orders 
 
 from typing import Final
 
-from lakehouse_assets.constants import QUARANTINE_SUFFIX
+from lakehouse_assets.constants import QUARANTINE_SUFFIX, REPLAYS_SUFFIX
 
 # Kafka topics; each lands in a bronze table of the same name.
 TOPIC_USER_INFO: Final = "user_info"
@@ -45,6 +45,7 @@ TABLES: Final = (
     *(f"bronze.{table}" for table in BRONZE_TABLES),
     *(f"silver.{table}" for table in SILVER_TABLES),
     *(f"gold.{table}" for table in GOLD_TABLES),
+    *(f"silver.{t}{REPLAYS_SUFFIX}" for t in SILVER_TABLES if t.endswith(QUARANTINE_SUFFIX)),
 )
 
 # The silver tables that grow with time, each partitioned by the UTC date of this column.

@@ -44,7 +44,7 @@ from lakehouse_assets.refinement.parsed_table import ParsedTable, all_rows, rows
 from lakehouse_assets.refinement.replay import (
     ReplayConfig,
     Replaying,
-    mark_replayed,
+    log_replayed,
     read_again,
     replay_metadata,
     start_replay,
@@ -68,7 +68,7 @@ class ParsedConfig(SilverConfig):
         default=None,
         description="Replay the source's quarantine instead of reading new records: its open "
         "records (those chosen here) parsed again from bronze by today's rules; those that pass "
-        "reach the table and are marked replayed, the others stay with their new reason.",
+        "reach the table and are logged replayed, the others stay with their new reason.",
     )
 
 
@@ -166,7 +166,7 @@ def _refine(
 ) -> Refinement:
     """Bring ``silver.<table>`` and the source's quarantine up to date with ``changes`` (with
     ``rebuild``, all of bronze: each table replaced in one commit; ``replayed``: the
-    quarantined records a replay reads, then marked in the quarantine after the table's
+    quarantined records a replay reads, then logged in the quarantine's replay log after the table's
     write), and check them."""
     table_key = asset_key(SILVER, spec.table)
     stored: dict[str, str] = {}  # columns stored wider than declared, and their types
@@ -220,8 +220,8 @@ def _refine(
             update_when=update_when, delete_flag="deleted" if spec.from_history else None,
             partition_by=layout(spec.dated_by), insert_only=insert_only,
         )  # fmt: skip
-    if replayed is not None:  # after the table's write: a record is marked once it is there
-        replayed_count, quarantined = mark_replayed(
+    if replayed is not None:  # after the table's write: a record is logged once it is there
+        replayed_count, quarantined = log_replayed(
             lake, replayed, spec.quarantine(read_again(parsed)), (read - rejected, rejected)
         )
     # The days the merge wrote (its rows' own: a key's day is its row's); None: every day.
@@ -254,11 +254,13 @@ def _refine(
     return Refinement(
         read=read,
         rejected=quarantined,
-        # How its open records changed: the rejects appended, or the replayed records marked.
+        # How its open records changed: the rejects appended, or the replay's outcome.
         open_change=replayed.open_change(read, reasons)
         if replayed
         else (None if rebuild else reasons),
         quarantine_before=quarantine_before,
+        replay=replayed is not None,
+        replays_before=replayed.replays_before if replayed else None,
         metadata={
             **table_metadata(
                 lake, SILVER, spec.table, spec.descriptions or {}, lineage=spec.lineage

@@ -4,11 +4,14 @@ their table's silver step, as a run of that step with ``replay`` in its config.
 
 Those that pass reach the table by the step's own writes, as if they had arrived in their order
 (a replayed row never replaces a newer one of its key: ``ParsedTable.replay_when``,
-``sources.writes.keep``), and are marked in the quarantine (``replayed_by``: the run's id,
-``replayed_at``), never deleted; those that fail again stay open with their new reason.
+``sources.writes.keep``); those that fail again stay open with their new reason. The quarantine
+itself is never rewritten: each replay appends one row per record it read again to the
+quarantine's replay log, ``<source>_quarantine_replays`` (its identity, ``replayed_by``: the
+run's id, ``replayed_at``, and ``reason``: null when it passed, else its new one). A record is
+open while its last replay row, if any, has a reason (``open_quarantine``).
 
 The table's write comes first and takes a record once whatever the number of replays (inserted
-by its coordinates, or merged in its order), and the marks follow in one merge: a replay
+by its coordinates, or merged in its order), and the replay rows follow in one append: a replay
 stopped between the two and run again replays the same records to the same rows. A replay runs
 in its step's pool, so neither the stream's own run nor another replay writes the tables
 meanwhile.
@@ -23,14 +26,13 @@ from datetime import UTC, datetime
 
 import dagster as dg
 from pydantic import Field
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from lakehouse_assets.constants import BRONZE, QUARANTINE_SUFFIX, SILVER
+from lakehouse_assets.constants import BRONZE, QUARANTINE_SUFFIX, REPLAYS_SUFFIX, SILVER
 from lakehouse_assets.migrations import Upgrade, require_current
 from lakehouse_assets.validation import REASON
 from resources import LakeResource
-from resources.delta_merge import Side
 
 REPLAYED_BY, REPLAYED_AT = "replayed_by", "replayed_at"
 # A replay's counts in its quarantine's metadata: records that passed, records rejected again.
@@ -69,8 +71,8 @@ class ReplayError(ValueError):
 
 @dataclass(frozen=True)
 class Replay:
-    """A replay as a run does it: its ``run_id`` and time (``at``), marked on each record it
-    brings back, and which records it reads (``ReplayConfig``)."""
+    """A replay as a run does it: its ``run_id`` and time (``at``), logged with each record it
+    reads again, and which records it reads (``ReplayConfig``)."""
 
     run_id: str
     at: datetime
@@ -110,8 +112,9 @@ def _instant(text: str | None, name: str) -> datetime | None:
 class Replaying:
     """The records a replay reads again: the identities (``identity`` columns) and reasons of
     the open quarantine rows it chose (``opened``, checkpointed, one row per identity and
-    reason; ``size`` of them), how many rows there are per reason (``reasons``), and their
-    bronze rows (``records``)."""
+    reason; ``size`` of them), how many rows there are per reason (``reasons``), their bronze
+    rows (``records``), and the version of the replay log they were chosen at
+    (``replays_before``; None: no replay has run yet)."""
 
     replay: Replay
     source: str
@@ -120,10 +123,11 @@ class Replaying:
     records: DataFrame
     size: int = 0
     reasons: dict[str, int] = field(default_factory=dict)
+    replays_before: int | None = None
 
     def open_change(self, parsed: int, rejected: dict[str, int]) -> dict[str, int] | None:
-        """How the quarantine's open records per reason change when the replay's marks are
-        made, given the records it ``parsed`` and those ``rejected`` again per new reason: the
+        """How the quarantine's open records per reason change when the replay's rows are
+        logged, given the records it ``parsed`` and those ``rejected`` again per new reason: the
         chosen rows leave their reasons, the rejected join theirs. None when that cannot be told
         from the counts (a record not parsed, or one of several rows): then they are counted."""
         if not self.size == sum(self.reasons.values()) == parsed:
@@ -134,13 +138,42 @@ class Replaying:
         return change
 
     @property
-    def quarantine(self) -> str:
-        return f"{self.source}{QUARANTINE_SUFFIX}"
+    def replays(self) -> str:
+        return replays_table(self.source)
 
     @property
     def identities(self) -> DataFrame:
         """The identities of the records chosen, each once."""
         return self.opened.select(*self.identity).distinct()
+
+
+def replays_table(source: str) -> str:
+    """The replay log of the quarantine of bronze table ``source``."""
+    return f"{source}{QUARANTINE_SUFFIX}{REPLAYS_SUFFIX}"
+
+
+def open_quarantine(lake: LakeResource, spark: SparkSession, source: str) -> DataFrame | None:
+    """The rows of the quarantine of bronze table ``source`` that no replay has brought into
+    the table, each with its reason now: that of the last replay that read it again, else the
+    one it was quarantined with (None: the source has no quarantine yet). A row is identified by
+    its record's coordinates (Kafka), or its file and bytes (landing)."""
+    quarantine = f"{source}{QUARANTINE_SUFFIX}"
+    if not lake.exists(SILVER, quarantine):
+        return None
+    rows = lake.read(spark, SILVER, quarantine)
+    if REPLAYED_BY in rows.columns:  # marked in place by an earlier version, which kept them
+        rows = rows.where(F.col(REPLAYED_BY).isNull()).drop(REPLAYED_BY, REPLAYED_AT)
+    if not lake.exists(SILVER, replays_table(source)):
+        return rows
+    replays = lake.read(spark, SILVER, replays_table(source))
+    identity = [name for name in replays.columns if name not in (REASON, REPLAYED_BY, REPLAYED_AT)]
+    last = replays.groupBy(*identity).agg(
+        F.max_by(REASON, REPLAYED_AT).alias("_again"), F.lit(True).alias("_replayed")
+    )
+    rows = rows.join(last, identity, "left").where(
+        F.col("_replayed").isNull() | F.col("_again").isNotNull()
+    )
+    return rows.withColumn(REASON, F.coalesce("_again", REASON)).drop("_again", "_replayed")
 
 
 def replaying(
@@ -165,11 +198,11 @@ def replaying(
     identity, columns = (
         (LANDING_IDENTITY, LANDING_BRONZE_COLUMNS) if landing else (KAFKA_IDENTITY, BRONZE_COLUMNS)
     )
-    quarantine = f"{source}{QUARANTINE_SUFFIX}"
-    if not lake.exists(SILVER, quarantine):
+    replays_before = lake.version(SILVER, replays_table(source))
+    rows = open_quarantine(lake, spark, source)
+    if rows is None:
         return Replaying(replay, source, identity, bronze.limit(0), bronze.limit(0))
-    rows = lake.read(spark, SILVER, quarantine)
-    chosen = [F.col(REPLAYED_BY).isNull() if REPLAYED_BY in rows.columns else F.lit(True)]
+    chosen = [F.lit(True)]
     if replay.reason is not None:
         chosen.append(F.col(REASON).like(replay.reason))
     if replay.since is not None:
@@ -177,7 +210,7 @@ def replaying(
     if replay.until is not None:
         chosen.append(F.col("ingested_at") < F.lit(replay.until))
     # Each identity and reason once, with its rows (a file may hold a line twice), checkpointed:
-    # the marks are made on the same.
+    # the replay rows are made of the same.
     opened = rows.where(functools.reduce(operator.and_, chosen)).groupBy(*identity, REASON)
     opened = opened.agg(F.count(F.lit(1)).alias(ROWS)).localCheckpoint(eager=True)
     per_reason = opened.groupBy(REASON).agg(F.sum(ROWS).alias(ROWS), F.count(F.lit(1)).alias("n"))
@@ -187,7 +220,7 @@ def replaying(
     if tombstones and not landing:
         records = records.unionByName(_later_tombstones(bronze, records))
     size, reasons = sum(r["n"] for r in counted), {r[REASON]: r[ROWS] for r in counted}
-    return Replaying(replay, source, identity, opened, records, size, reasons)
+    return Replaying(replay, source, identity, opened, records, size, reasons, replays_before)
 
 
 ROWS = "_rows"  # how many quarantine rows an opened identity and reason stand for
@@ -203,61 +236,56 @@ def _later_tombstones(bronze: DataFrame, records: DataFrame) -> DataFrame:
     return later.where(F.col("offset") > F.col("_first")).drop("_first")
 
 
+def clear_replays(lake: LakeResource, spark: SparkSession, source: str) -> None:
+    """Empty the replay log of the quarantine of ``source`` (a rebuild quarantines anew)."""
+    table = replays_table(source)
+    if lake.exists(SILVER, table):
+        lake.replace(SILVER, table, lake.read(spark, SILVER, table).limit(0))
+
+
 PASSED = ""  # the reason of a record read again that passes (no reason is empty)
 
 
 def read_again(records: DataFrame) -> DataFrame:
     """Records a replay parsed (with a ``reason`` when rejected), each with a reason for
-    ``mark_replayed``: ``PASSED`` when it has none. Put them in the quarantine's shape after."""
+    ``log_replayed``: ``PASSED`` when it has none. Put them in the quarantine's shape after."""
     return records.withColumn(REASON, F.coalesce(F.col(REASON), F.lit(PASSED)))
 
 
-def mark_replayed(
+def log_replayed(
     lake: LakeResource,
     replayed: Replaying,
     parsed: DataFrame,
     counts: tuple[int, int] | None = None,
 ) -> tuple[int, int]:
-    """Mark the quarantined records ``replayed`` read again, in one merge: those ``parsed``
-    (every record the replay parsed, in the quarantine's shape, ``read_again``) passed with the
-    replay's run and time, the others with their new reason; a record not parsed (not in
-    bronze, now a header line) stays open as it was. Call it after the table's writes. Returns
-    how many records were replayed and how many stay open: ``counts``, when the caller counted
-    them, else counted here (one query)."""
+    """Log the quarantined records ``replayed`` read again, in one append to the quarantine's
+    replay log: each record ``parsed`` (every record the replay parsed, in the quarantine's
+    shape, ``read_again``) with the replay's run and time, and its new reason when it failed
+    again; a record not parsed (not in bronze, now a header line) stays open as it was. Call it
+    after the table's writes. Returns how many records were replayed and how many stay open:
+    ``counts``, when the caller counted them, else counted here (one query)."""
     identity = list(replayed.identity)
-    passes = F.col("_again") == PASSED
     if counts is not None and counts == (replayed.size, 0):  # each record parsed, and passed
-        marks = replayed.identities.withColumn("_again", F.lit(PASSED))
+        marks = replayed.identities.withColumn(REASON, F.lit(None).cast("string"))
     else:
         again = parsed.select(*identity, F.col(REASON).alias("_again")).dropDuplicates(identity)
-        marks = replayed.identities.join(again, identity)
+        marks = replayed.identities.join(again, identity).select(
+            *identity, F.when(F.col("_again") != PASSED, F.col("_again")).alias(REASON)
+        )
     replay = replayed.replay
     marks = marks.select(
         *identity,
-        F.when(~passes, F.col("_again")).alias(REASON),
-        F.when(passes, F.lit(replay.run_id)).alias(REPLAYED_BY),
-        F.when(passes, F.lit(replay.at)).alias(REPLAYED_AT),
+        REASON,
+        F.lit(replay.run_id).alias(REPLAYED_BY),
+        F.lit(replay.at).alias(REPLAYED_AT),
     )
     if counts is None:
-        row = marks.agg(F.count(REPLAYED_BY), F.count(REASON)).first()
+        marks = marks.localCheckpoint(eager=True)  # counted, then appended
+        row = marks.agg(F.count(F.lit(1)), F.count(REASON)).first()
         assert row is not None  # an aggregate without grouping has one row
-        counts = (row[0], row[1])
+        counts = (row[0] - row[1], row[1])
     if any(counts):
-
-        def on(source: Side, target: Side) -> Column:
-            same = [target(name) == source(name) for name in identity]
-            return functools.reduce(operator.and_, same) & target(REPLAYED_BY).isNull()
-
-        lake.update_matched(
-            SILVER,
-            replayed.quarantine,
-            marks,
-            on,
-            [
-                (lambda source, _: source(REPLAYED_BY).isNotNull(), [REPLAYED_BY, REPLAYED_AT]),
-                (lambda source, target: ~target(REASON).eqNullSafe(source(REASON)), [REASON]),
-            ],
-        )
+        lake.append(SILVER, replayed.replays, marks)
     return counts
 
 

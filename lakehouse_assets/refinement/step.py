@@ -20,7 +20,6 @@ from typing import Any
 
 import dagster as dg
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
 from lakehouse_assets.checks.results import (
     not_empty_result,
@@ -36,7 +35,7 @@ from lakehouse_assets.constants import (
 )
 from lakehouse_assets.migrations import Upgrade, require_current
 from lakehouse_assets.profiling.store import profile_after_write
-from lakehouse_assets.refinement.replay import REPLAYED_BY
+from lakehouse_assets.refinement.replay import clear_replays, open_quarantine, replays_table
 from lakehouse_assets.validation import REASON
 from resources import LakeResource
 from resources.lake import Markers
@@ -71,6 +70,10 @@ def write_quarantine(
         rejects = rejects.localCheckpoint(eager=True)
         count = rejects.count()
     if rebuild:
+        # The replay log first: a rebuild stopped between the two leaves open records that a
+        # replay already brought in (a replay takes them once again), never hides a record it
+        # quarantined behind an earlier replay's row.
+        clear_replays(lake, rejects.sparkSession, source)
         lake.replace(SILVER, table, rejects, markers)
     elif count or not lake.exists(SILVER, table):
         lake.append(SILVER, table, rejects, markers=markers)
@@ -117,14 +120,19 @@ class Refinement:
     checks: Sequence[dg.AssetCheckResult] = ()
     quarantine_metadata: Mapping[str, Any] = field(default_factory=dict)
     # How the quarantine's open records changed per reason from its version
-    # ``quarantine_before``: the rejects the run appended, or, for a replay, the records it
-    # marked (negative) and those rejected again under a new reason; None when it wrote it
-    # otherwise (a rebuild) or the caller did not count them.
+    # ``quarantine_before`` (and, for a ``replay``, its replay log's ``replays_before``): the
+    # rejects the run appended, or the records the replay brought in (negative) and those it
+    # rejected again under their new reason; None when it wrote it otherwise (a rebuild) or
+    # the caller did not count them.
     open_change: Mapping[str, int] | None = None
     quarantine_before: int | None = None
+    replay: bool = False
+    replays_before: int | None = None
 
 
 OPEN_RECORDS, OPEN_BY_REASON = "open_records", "open_by_reason"
+# The version of the quarantine's replay log its open records were counted at.
+REPLAYS_VERSION = "replays_version"
 
 
 def open_records(
@@ -133,20 +141,24 @@ def open_records(
 ) -> dict[str, Any]:  # fmt: skip
     """How many records the quarantine of ``source`` holds open (not replayed), in all and per
     reason, as metadata, with no query when its last materialization recorded them: as they
-    were, when the table is still at that version (``delta_version`` metadata); with the run's
-    change (``done.open_change``: its rejects, or its replay's marks) from that version. Else they
-    are counted (one query)."""
+    were, when the quarantine and its replay log are still at the versions it recorded
+    (``delta_version``, ``replays_version``); with the run's change (``done.open_change``: its
+    rejects, or its replay's outcome) from those versions. Else they are counted (one query)."""
     table = quarantine_table(source)
     event = context.instance.get_latest_materialization_event(asset_key(SILVER, table))
     last = event.asset_materialization.metadata if event and event.asset_materialization else {}
+    replays = _version_text(lake.version(SILVER, replays_table(source)))
+    last_state = (last.get("delta_version"), last.get(REPLAYS_VERSION))
+    before = (
+        _version_text(done.quarantine_before),
+        _version_text(done.replays_before) if done.replay else replays,
+    )
     known = last.get(OPEN_BY_REASON)
     counts: dict[str, int] | None = None
     if isinstance(known, dg.JsonMetadataValue) and isinstance(known.data, dict):
-        if last.get("delta_version") == version:
+        if last_state == (version, replays):
             counts = dict(known.data)
-        elif done.open_change is not None and last.get("delta_version") == dg.MetadataValue.text(
-            str(done.quarantine_before)
-        ):
+        elif done.open_change is not None and last_state == before:
             counts = dict(known.data)
             for reason, count in done.open_change.items():
                 counts[reason] = counts.get(reason, 0) + count
@@ -154,18 +166,19 @@ def open_records(
     if counts is None and done.open_change is not None and done.quarantine_before is None:
         counts = dict(done.open_change)  # the run made the table
     if counts is None:
-        counts = {}
-        if lake.exists(SILVER, table):
-            rows = lake.read(spark, SILVER, table)
-            if REPLAYED_BY in rows.columns:
-                rows = rows.where(F.col(REPLAYED_BY).isNull())
-            rows = rows.groupBy(REASON).count().collect()
-            counts = {row[REASON]: row["count"] for row in rows}
+        rows = open_quarantine(lake, spark, source)
+        grouped = rows.groupBy(REASON).count().collect() if rows is not None else []
+        counts = {row[REASON]: row["count"] for row in grouped}
     ranked = dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
     return {
         OPEN_RECORDS: sum(ranked.values()),
         OPEN_BY_REASON: dg.MetadataValue.json(ranked),
+        **({REPLAYS_VERSION: replays} if replays is not None else {}),
     }
+
+
+def _version_text(version: int | None) -> dg.TextMetadataValue | None:
+    return dg.MetadataValue.text(str(version)) if version is not None else None
 
 
 def refined_results(

@@ -1,13 +1,21 @@
 """Nightly maintenance of every table: OPTIMIZE (compaction, Z-order where configured), then
 VACUUM. Each table's files and bytes before and after are recorded as an observation of its
-asset, so the UI shows them beside the table's materializations."""
+asset, so the UI shows them beside the table's materializations; a quarantine's replay log
+(``refinement.replay``) is maintained with it, observed on the quarantine's asset."""
 
 from collections.abc import Callable, Mapping, Sequence
 
 import dagster as dg
 from pydantic import Field
 
-from lakehouse_assets.constants import BRONZE, GOLD, SILVER, asset_key
+from lakehouse_assets.constants import (
+    BRONZE,
+    GOLD,
+    QUARANTINE_SUFFIX,
+    REPLAYS_SUFFIX,
+    SILVER,
+    asset_key,
+)
 from resources import LakeResource, SparkResource
 from resources.maintenance import SAFE_RETENTION_HOURS, optimize, vacuum
 
@@ -50,6 +58,11 @@ def maintenance_job(
         targets = [(table, asset_key(layer, table), None) for table in tables]
         for lister in listers:
             targets += lister(context.instance)
+        targets += [
+            (f"{table}{REPLAYS_SUFFIX}", key, partition)
+            for table, key, partition in targets
+            if table.endswith(QUARANTINE_SUFFIX)
+        ]
         for table, key, partition in targets:
             if not lake.exists(layer, table):
                 continue
@@ -63,6 +76,7 @@ def maintenance_job(
                     asset_key=key,
                     partition=partition,
                     metadata={
+                        "table": f"{layer}.{table}",
                         "files_before": compacted["before"]["files"],
                         "files_after": compacted["after"]["files"],
                         "bytes_before": compacted["before"]["bytes"],

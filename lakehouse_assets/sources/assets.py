@@ -81,7 +81,7 @@ class DeclaredSilverConfig(dg.Config):
         default=None,
         description="Replay the source's quarantine instead of reading new records: its open "
         "records (those chosen here) read again from bronze with today's declaration; those that "
-        "pass reach the table and are marked replayed, the others stay with their new reason.",
+        "pass reach the table and are logged replayed, the others stay with their new reason.",
     )
 
 

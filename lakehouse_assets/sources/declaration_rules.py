@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from lakehouse_assets.constants import QUARANTINE_SUFFIX
+from lakehouse_assets.constants import QUARANTINE_SUFFIX, REPLAYS_SUFFIX
 from lakehouse_assets.sources.declaration_errors import DeclarationError, lines_of
 from lakehouse_assets.sources.declarations import (
     CDC_MODES,
@@ -78,7 +78,8 @@ def named_once(
     names = [declaration.name for _, declaration in loaded]
     accepted: list[tuple[Path, SourceDeclaration]] = []
     for path, declaration in loaded:
-        taken = {declaration.name, f"{declaration.name}{QUARANTINE_SUFFIX}"} & reserved
+        quarantine = f"{declaration.name}{QUARANTINE_SUFFIX}"
+        taken = {declaration.name, quarantine, f"{quarantine}{REPLAYS_SUFFIX}"} & reserved
         if taken:
             message = f"the name {declaration.name!r} is taken: a table {sorted(taken)[0]} exists"
             errors.append(DeclarationError(path, lines_of(path).get(("name",), 1), "name", message))

@@ -23,7 +23,7 @@ from lakehouse_assets.checks.expectations import (
 )
 from lakehouse_assets.checks.outcome import Outcome
 from lakehouse_assets.constants import SILVER
-from lakehouse_assets.refinement.replay import Replaying, mark_replayed, read_again
+from lakehouse_assets.refinement.replay import Replaying, log_replayed, read_again
 from lakehouse_assets.refinement.step import write_quarantine
 from lakehouse_assets.sources import cdc, debezium, transforms, writes
 from lakehouse_assets.sources import schema as types
@@ -96,7 +96,7 @@ def refine(
     """Bring ``silver.<source>`` and its quarantine (and deletes) tables up to date with
     ``changes``; with ``rebuild``, ``changes`` are all of bronze and each table is replaced in
     one commit (readers see the old table until then); ``replayed``: the quarantined records a
-    replay reads (``changes``), marked in the quarantine after the table's writes."""
+    replay reads (``changes``), logged in the quarantine's replay log after the table's writes."""
     done = Refined()
     read = read_growing(lake, source, changes)
     schema, typed = read.schema, read.records
@@ -142,9 +142,9 @@ def refine(
         )
     if source.mode in CDC_MODES:
         writes.record_deletes(lake, source, deleting, markers, rebuild)
-    if replayed is not None:  # after the tables' writes: a record is marked once it is there
+    if replayed is not None:  # after the tables' writes: a record is logged once it is there
         parsed = kafka_quarantine(read_again(typed))
-        done.replayed, done.rejected = mark_replayed(lake, replayed, parsed)
+        done.replayed, done.rejected = log_replayed(lake, replayed, parsed)
     return done
 
 

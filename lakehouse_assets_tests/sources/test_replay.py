@@ -28,6 +28,7 @@ from lakehouse_assets.fitness.pipeline import bronze_kafka_assets
 from lakehouse_assets.fitness.silver.parsed import PARSED_TABLES
 from lakehouse_assets.refinement import parsed as parsed_step
 from lakehouse_assets.refinement.parsed import parsed_table_asset
+from lakehouse_assets.refinement.replay import open_quarantine
 from lakehouse_assets.sources import refine as refine_step
 from lakehouse_assets.sources.assets import source_assets
 from lakehouse_assets.sources.declarations import load_declaration
@@ -56,27 +57,49 @@ def replay(
     )
 
 
+def _identity(row: Any) -> tuple[Any, ...]:
+    """A quarantined record's identity: its coordinates (Kafka), or its file and bytes."""
+    fields = row.asDict()
+    offset = fields.get("offset")
+    return (fields["source"], offset) if offset is not None else (fields["source"], fields["raw"])
+
+
+def replay_log(spark: SparkSession, lake: LakeResource, source: str) -> dict[Any, Any]:
+    """The last row of the quarantine's replay log per record (none before a replay)."""
+    table = f"{source}_quarantine_replays"
+    if not lake.exists(SILVER, table):
+        return {}
+    last: dict[Any, Any] = {}
+    for row in sorted(lake.read(spark, SILVER, table).collect(), key=lambda r: r["replayed_at"]):
+        last[_identity(row)] = row
+    return last
+
+
 def opened(spark: SparkSession, lake: LakeResource, source: str) -> list[tuple[Any, str]]:
-    """The open records of a quarantine: (offset, or the line's text for a file; reason)."""
-    frame = lake.read(spark, SILVER, f"{source}_quarantine")
-    if "replayed_by" in frame.columns:
-        frame = frame.where(F.col("replayed_by").isNull())
-    return sorted(
-        (row["offset"] if row["offset"] is not None else row["raw_text"], row[REASON])
-        for row in frame.collect()
-    )
+    """The open records of a quarantine: (offset, or the line's text for a file; reason). A
+    record is open unless the last replay that read it passed it (no reason); its reason is
+    that replay's, if one read it."""
+    log = replay_log(spark, lake, source)
+    found = []
+    for row in lake.read(spark, SILVER, f"{source}_quarantine").collect():
+        replayed = log.get(_identity(row))
+        if replayed is None or replayed[REASON] is not None:
+            reason = replayed[REASON] if replayed is not None else row[REASON]
+            found.append((row["offset"] if row["offset"] is not None else row["raw_text"], reason))
+    return sorted(found)
 
 
 def replayed_by(spark: SparkSession, lake: LakeResource, source: str) -> dict[Any, str]:
-    frame = lake.read(spark, SILVER, f"{source}_quarantine").where("replayed_by IS NOT NULL")
+    """The replay that brought each replayed record in: {offset, or the line's text: run id}."""
     return {
-        row["offset"] if row["offset"] is not None else row["raw_text"]: row["replayed_by"]
-        for row in frame.collect()
+        key[1] if isinstance(key[1], int) else bytes(key[1]).decode(): row["replayed_by"]
+        for key, row in replay_log(spark, lake, source).items()
+        if row[REASON] is None
     }
 
 
 class Killed(Exception):
-    """The replay stopped after the table's writes, before the quarantine's marks."""
+    """The replay stopped after the table's writes, before its replay log's rows."""
 
 
 def killed(*_: Any) -> Any:
@@ -124,7 +147,7 @@ def test_an_append_source_replays_its_quarantine_once_by_reason_after_its_declar
     fixed = declared(tmp_path, "payments", PAYMENTS % "number")
     assets = source_assets(fixed)
     # Stopped between its writes: the table took the records, the quarantine holds them open.
-    monkeypatch.setattr(parsed_step, "mark_replayed", killed)
+    monkeypatch.setattr(parsed_step, "log_replayed", killed)
     assert not replay(assets, resources, "payments", reason="wrong type amount").success
     monkeypatch.undo()
     assert len(opened(spark, lake, "payments")) == 4
@@ -239,6 +262,46 @@ def test_the_quarantine_shows_its_open_records_per_reason_run_after_run(
     config = {"run_config": {"ops": {"silver_payments": {"config": {"replay": {}}}}}}
     assert shown(fixed, **config) == replayed
     assert shown(fixed) == replayed
+    # A rebuild quarantines anew from bronze and empties the replay log: the same two.
+    lake: LakeResource = resources["lake"]
+    assert lake.row_count(SILVER, "payments_quarantine_replays") == 4  # 2 passed, 2 again
+    rebuild = {"run_config": {"ops": {"silver_payments": {"config": {"full_refresh": True}}}}}
+    assert shown(fixed, **rebuild) == replayed
+    assert lake.row_count(SILVER, "payments_quarantine_replays") == 0
+    assert shown(fixed, **config) == replayed  # both fail again, counted from the last
+    assert lake.row_count(SILVER, "payments_quarantine_replays") == 2
+
+
+def test_a_record_is_open_until_a_replay_passes_it_with_the_last_replays_reason(
+    resources: dict[str, Any], spark: SparkSession
+) -> None:
+    lake: LakeResource = resources["lake"]
+    quarantined = spark.createDataFrame(
+        [(offset, "wrong type a", marked) for offset, marked in enumerate([None] * 3 + ["r0"])]
+        + [(4, "wrong type a", None)],
+        "offset long, reason string, replayed_by string",
+    ).select(
+        F.lit("t").alias("source"), F.lit(0).alias("partition"), "offset", "reason",
+        "replayed_by", F.lit(None).cast("timestamp").alias("replayed_at"),
+    )  # fmt: skip  # offset 3 marked in place, as an earlier version did
+    lake.append(SILVER, "t_quarantine", quarantined)
+    replays = spark.createDataFrame(
+        [
+            (0, "wrong type b", "r1", 1), (0, None, "r2", 2),  # failed again, then passed
+            (1, "wrong type b", "r1", 1), (1, "wrong type c", "r2", 2),  # failed twice
+            (4, None, "r1", 1),  # passed
+        ],
+        "offset long, reason string, replayed_by string, at long",
+    ).select(
+        F.lit("t").alias("source"), F.lit(0).alias("partition"), "offset", "reason",
+        "replayed_by", F.timestamp_seconds("at").alias("replayed_at"),
+    )  # fmt: skip
+    lake.append(SILVER, "t_quarantine_replays", replays)
+    found = open_quarantine(lake, spark, "t")
+    assert found is not None
+    assert sorted((r["offset"], r["reason"]) for r in found.collect()) == [
+        (1, "wrong type c"), (2, "wrong type a"),
+    ]  # fmt: skip
 
 
 def test_two_replays_at_once_and_one_beside_the_stream_take_each_record_once(
@@ -317,7 +380,7 @@ def test_inferred_append_and_latest_per_key_replay_in_their_order(
     assert [o for o, _ in opened(spark, lake, "latest")] == [1, 3, 4, 7, 8, 11]
 
     assets = sources("level >= -10")
-    monkeypatch.setattr(refine_step, "mark_replayed", killed)
+    monkeypatch.setattr(refine_step, "log_replayed", killed)
     assert not replay(assets, resources, "log", "latest").success
     monkeypatch.undo()
     for _ in range(2):  # after the stopped one, and again: the same tables
@@ -363,7 +426,7 @@ def test_cdc_replays_bring_the_dropped_changes_into_scd1_and_scd2_in_their_order
     ]  # fmt: skip
 
     assets = sources("")
-    monkeypatch.setattr(refine_step, "mark_replayed", killed)
+    monkeypatch.setattr(refine_step, "log_replayed", killed)
     assert not replay(assets, resources, "customers", "history").success
     monkeypatch.undo()
     for _ in range(2):
