@@ -111,10 +111,10 @@ def _instant(text: str | None, name: str) -> datetime | None:
 @dataclass(frozen=True)
 class Replaying:
     """The records a replay reads again: the identities (``identity`` columns) and reasons of
-    the open quarantine rows it chose (``opened``, checkpointed, one row per identity and
-    reason; ``size`` of them), how many rows there are per reason (``reasons``), their bronze
-    rows (``records``), and the version of the replay log they were chosen at
-    (``replays_before``; None: no replay has run yet)."""
+    the open quarantine rows it chose (``opened``, checkpointed, one row per Kafka record or
+    per landing line's bytes; ``size`` of them), how many rows there are per reason
+    (``reasons``), their bronze rows (``records``), and the version of the replay log they were
+    chosen at (``replays_before``; None: no replay has run yet)."""
 
     replay: Replay
     source: str
@@ -143,8 +143,8 @@ class Replaying:
 
     @property
     def identities(self) -> DataFrame:
-        """The identities of the records chosen, each once."""
-        return self.opened.select(*self.identity).distinct()
+        """The identities of the records chosen."""
+        return self.opened.select(*self.identity)
 
 
 def replays_table(source: str) -> str:
@@ -209,10 +209,13 @@ def replaying(
         chosen.append(F.col("ingested_at") >= F.lit(replay.since))
     if replay.until is not None:
         chosen.append(F.col("ingested_at") < F.lit(replay.until))
-    # Each identity and reason once, with its rows (a file may hold a line twice), checkpointed:
-    # the replay rows are made of the same.
-    opened = rows.where(functools.reduce(operator.and_, chosen)).groupBy(*identity, REASON)
-    opened = opened.agg(F.count(F.lit(1)).alias(ROWS)).localCheckpoint(eager=True)
+    rows = rows.where(functools.reduce(operator.and_, chosen))
+    if landing:  # a file may hold a line twice: its bytes once, with their rows and reason
+        rows = rows.groupBy(*identity).agg(F.max(REASON).alias(REASON), F.count(F.lit(1)))
+    else:  # a Kafka record's row is its own (no shuffle)
+        rows = rows.select(*identity, REASON, F.lit(1))
+    # Checkpointed: the bronze rows and the replay log's rows are chosen by the same.
+    opened = rows.toDF(*identity, REASON, ROWS).localCheckpoint(eager=True)
     per_reason = opened.groupBy(REASON).agg(F.sum(ROWS).alias(ROWS), F.count(F.lit(1)).alias("n"))
     counted = per_reason.collect()
     wanted = opened.select(*[F.col(name).alias(columns[name]) for name in identity])
@@ -223,7 +226,7 @@ def replaying(
     return Replaying(replay, source, identity, opened, records, size, reasons, replays_before)
 
 
-ROWS = "_rows"  # how many quarantine rows an opened identity and reason stand for
+ROWS = "_rows"  # how many quarantine rows an opened identity stands for
 
 
 def _later_tombstones(bronze: DataFrame, records: DataFrame) -> DataFrame:
