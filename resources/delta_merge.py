@@ -58,7 +58,8 @@ def merge(
     source's rows (the merge reads only those files): a key must not move between partitions,
     which holds when the partition is derived from the key or from a time that never changes.
     Where it may move, ``within_partitions=False`` looks for each key in the whole table.
-    Columns of ``source`` the table lacks are added to it first.
+    Columns of ``source`` the table lacks are added to it first. Into a table without rows,
+    the rows are appended.
 
     Args:
         update_when: the condition a matching row must meet to be updated (e.g. ``later("ts")``:
@@ -92,6 +93,11 @@ def merge(
         append(live.select(*kept), uri, partition_by, markers)
         return
     _check_layout(delta.metadata().partition_columns, partition_by, uri)
+    if delete_flag is None and replace is None and not delta.file_uris():
+        # No row to match (a table its first batches left empty): the rows are appended, with
+        # no join, as a merge would insert them.
+        append(source, uri, partition_by, markers)
+        return
     stored = set(delta.schema().to_arrow().names)
     _add_columns(source.select(*kept), uri, stored)
     if replace is not None:
