@@ -89,6 +89,7 @@ def spark_archive() -> None:
 def jars() -> None:
     """Resolve the pinned JVM packages (see ``lakehouse_assets.devtools.jars``)."""
     from lakehouse_assets.devtools.jars import JarResolutionError, resolve_all
+    from lakehouse_assets.devtools.java_classes import build_log_store
 
     started = time.perf_counter()
     try:
@@ -99,6 +100,11 @@ def jars() -> None:
     for user, jars in resolved.items():
         print(f"Resolved {len(jars)} jars for {user} into {jars[0].parent}")
     print(f"Resolved the JVM packages in {seconds:.0f} s")
+    log_store = build_log_store()
+    if log_store is None:
+        print("No javac (a JRE, not a JDK): the Delta log store of s3a:// lakes is not compiled")
+    else:
+        print(f"Compiled the Delta log store of s3a:// lakes into {log_store}")
     compiled = sql_auth.build()
     if compiled is None:
         print("No javac (a JRE, not a JDK): the SQL endpoint cannot require a password")

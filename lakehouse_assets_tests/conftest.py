@@ -96,7 +96,7 @@ S3_BUCKET = "lake"  # the session's S3 endpoint's bucket: each test's lake under
 
 @pytest.fixture(scope="session")
 def s3_endpoint() -> Iterator[S3Endpoint]:
-    """One S3 API server on loopback for the session (moto), holding ``S3_BUCKET``. Its variables
+    """One S3 server on loopback for the session (S3Proxy), holding ``S3_BUCKET``. Its variables
     are exported before the session's Spark starts, so that S3A, delta-rs and pyarrow reach it."""
     with S3Endpoint(buckets=[S3_BUCKET]) as endpoint:
         variables = endpoint.environment()

@@ -19,6 +19,11 @@ from resources.settings import ENV_SPARK_REMOTE
 DEFAULT_ARCHIVE = Path(sys.prefix) / "share" / "lakehouse" / "spark-driver.jsa"
 # The pinned JVM packages (Delta Lake, Spark's Kafka source), resolved there by `lakehouse jars`.
 JARS_DIR = Path(sys.prefix) / "share" / "lakehouse" / "jars"
+# The Delta log store of s3a:// tables, compiled beside them by `lakehouse jars`: it commits each
+# version with S3's put-if-absent, so that writers in any number of applications never replace
+# each other's commits (lakehouse_assets/devtools/java/lakehouse/delta).
+S3_LOG_STORE = "lakehouse.delta.ConditionalPutLogStore"
+S3_LOG_STORE_JAR = JARS_DIR / "lakehouse-s3-log-store.jar"
 # Delta Lake's SQL (MERGE, OPTIMIZE, VACUUM) and its catalog in every session.
 DELTA_SETTINGS: dict[str, str] = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
@@ -35,6 +40,8 @@ DELTA_SETTINGS: dict[str, str] = {
     # VACUUM lists a table's folders in this many tasks; Spark's default, 10,000, schedules
     # thousands of tasks with nothing to list for a table of a few files.
     "spark.sql.sources.parallelPartitionDiscovery.parallelism": "8",
+    # Read from Spark's own settings when the application starts, not from a session's.
+    "spark.delta.logStore.s3a.impl": S3_LOG_STORE,
 }
 # Settings fixed when an application starts (Spark's static SQL settings).
 STATIC_SETTINGS: dict[str, str] = {

@@ -27,6 +27,7 @@ PINS = Path(__file__).with_name("jars.toml")
 # folders of their own, off Spark's class path.
 KAFKA_JARS_DIR = JARS_DIR.with_name("kafka")
 DEBEZIUM_JARS_DIR = JARS_DIR.with_name("debezium")
+S3PROXY_JARS_DIR = JARS_DIR.with_name("s3proxy")  # the tests' S3 server
 MAVEN_CENTRAL = "https://repo1.maven.org/maven2/"
 MIRROR_VARIABLE = "DEFAULT_ARTIFACT_REPOSITORY"  # Spark's own: the root of every repository
 # Ivy's downloads, shared by the user's checkouts (as pip's cache is): a new clone's install
@@ -112,7 +113,7 @@ def resolve(
 
 def resolve_all() -> dict[str, list[Path]]:
     """Resolve every section of the pin file into its folder: Spark's packages, Kafka's broker,
-    Kafka Connect with Debezium's connector.
+    Kafka Connect with Debezium's connector, the tests' S3 server.
 
     The resolutions run at once (each a JVM of its own, with an Ivy cache of its own).
     """
@@ -120,6 +121,7 @@ def resolve_all() -> dict[str, list[Path]]:
         "Spark": (JARS_DIR, "spark"),
         "the embedded Kafka broker": (KAFKA_JARS_DIR, "kafka"),
         "Kafka Connect with Debezium": (DEBEZIUM_JARS_DIR, "debezium"),
+        "the S3 server of the tests": (S3PROXY_JARS_DIR, "s3proxy"),
     }
     with ThreadPoolExecutor(max_workers=len(folders)) as pool:
         futures = {

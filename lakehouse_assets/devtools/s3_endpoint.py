@@ -1,24 +1,30 @@
-"""An S3 API server on loopback (moto's standalone server, a dev dependency): the tests' object
+"""An S3 server on loopback: S3Proxy, a real S3 API server (a JVM, resolved by ``lakehouse jars``
+into a folder of its own), keeping each bucket as a folder of a directory. The tests' object
 store, and the one ``lakehouse up --s3`` starts to try the production shape on object storage.
 
-It keeps its buckets in memory, so they last as long as the process. Any access key is accepted.
+It checks every request's signature against one access key (``lakehouse``, secret
+``lakehouse``), and it makes a conditional write (``If-None-Match: *``) one atomic step with its
+check, as S3 does: the Delta log store of ``s3a://`` lakes commits on that
+(``resources.object_store``). Its buckets are folders: they outlive a restart of the server.
 """
 
 from __future__ import annotations
 
-import os
 import shutil
-import sys
+import tempfile
 import urllib.error
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Self
 
+from lakehouse_assets.devtools.jars import S3PROXY_JARS_DIR
 from lakehouse_assets.devtools.service import LOOPBACK, LocalService, free_port
 from resources.object_store import ENV_ENDPOINT, ENV_REGION
 
 REGION = "us-east-1"
+ACCESS_KEY = SECRET_KEY = "lakehouse"
+MAIN_CLASS = "org.gaul.s3proxy.Main"
 
 
 class S3EndpointError(RuntimeError):
@@ -26,7 +32,7 @@ class S3EndpointError(RuntimeError):
 
 
 class S3Endpoint(LocalService):
-    """``moto_server`` on a loopback port, started and stopped by this process::
+    """S3Proxy on a loopback port, started and stopped by this process::
 
     with S3Endpoint(buckets=["lake"]) as s3:
         os.environ.update(s3.environment())
@@ -40,58 +46,71 @@ class S3Endpoint(LocalService):
         port: int | None = None,
         timeout_s: float = 60.0,
         log_file: Path | None = None,
-        env: Mapping[str, str] | None = None,
         buckets: Sequence[str] = (),
+        folder: Path | None = None,
     ) -> None:
-        """Prepare an endpoint on ``port`` (a free one when None) that holds ``buckets`` once
-        started (again after a restart: it keeps nothing); ``env`` adds to the server's
-        variables (moto's own settings)."""
+        """Prepare an endpoint on ``port`` (a free one when None) holding ``buckets``, kept as
+        folders of ``folder`` (a temporary directory, removed when the endpoint stops, when
+        None)."""
         super().__init__(timeout_s, log_file=log_file)
         self.port = port if port is not None else free_port()
-        self.env = {**os.environ, **(env or {})}
         self.buckets = tuple(buckets)
+        self._own_folder = folder is None
+        self.folder = folder or Path(tempfile.mkdtemp(prefix="lakehouse-s3-"))
 
     @property
     def address(self) -> str:
         return f"http://{LOOPBACK}:{self.port}"
 
     def start(self) -> Self:
-        server = shutil.which("moto_server", path=str(Path(sys.executable).parent))
-        if server is None:
+        java = shutil.which("java")
+        if java is None or not any(S3PROXY_JARS_DIR.glob("*.jar")):
             raise S3EndpointError(
-                "moto_server is not installed: the local S3 endpoint is a dev dependency "
-                "(pip install -e '.[dev]', as `make install` does)."
+                f"S3Proxy is not installed in {S3PROXY_JARS_DIR}: run `lakehouse jars` (`make "
+                "install` does), with Java 17 on the PATH."
             )
-        self._launch([server, "-H", LOOPBACK, "-p", str(self.port)], self._answers, self.env)
         for bucket in self.buckets:
-            try:
-                self.create_bucket(bucket)
-            except S3EndpointError as error:
-                self._fail(str(error))  # stops the server
+            self.create_bucket(bucket)
+        settings = self.folder.with_name(f"{self.folder.name}.properties")
+        settings.write_text(
+            f"s3proxy.endpoint={self.address}\n"
+            "s3proxy.authorization=aws-v2-or-v4\n"
+            f"s3proxy.identity={ACCESS_KEY}\n"
+            f"s3proxy.credential={SECRET_KEY}\n"
+            "jclouds.provider=filesystem-nio2\n"
+            f"jclouds.filesystem.basedir={self.folder}\n"
+        )
+        command = [java, "-cp", f"{S3PROXY_JARS_DIR}/*", MAIN_CLASS, "--properties", str(settings)]
+        self._launch(command, self._answers)
         return self
 
     def _answers(self) -> bool:
         try:
-            with urllib.request.urlopen(f"{self.address}/moto-api/", timeout=1):
+            with urllib.request.urlopen(f"{self.address}/", timeout=1):
                 return True
-        except (OSError, urllib.error.URLError):
+        except urllib.error.HTTPError:
+            return True  # it answered (an unsigned request is refused)
+        except OSError:
             return False
 
+    def stop(self) -> None:
+        super().stop()
+        if self._own_folder:
+            shutil.rmtree(self.folder, ignore_errors=True)
+            self.folder.with_name(f"{self.folder.name}.properties").unlink(missing_ok=True)
+
     def environment(self) -> dict[str, str]:
-        """The variables that point every engine at this endpoint (any key is accepted)."""
+        """The variables that point every engine at this endpoint, with its access key."""
         return {
             ENV_ENDPOINT: self.address,
             ENV_REGION: REGION,
-            "AWS_ACCESS_KEY_ID": "lakehouse",
-            "AWS_SECRET_ACCESS_KEY": "lakehouse",
+            "AWS_ACCESS_KEY_ID": ACCESS_KEY,
+            "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
         }
 
     def create_bucket(self, bucket: str) -> None:
-        """Create ``bucket`` (an S3 ``CreateBucket``: a PUT on its path)."""
-        request = urllib.request.Request(f"{self.address}/{bucket}", method="PUT")
-        try:
-            with urllib.request.urlopen(request, timeout=10):
-                pass
-        except urllib.error.HTTPError as error:
-            message = f"The {self.name} refused the bucket {bucket!r}: {error}"
-            raise S3EndpointError(message) from error
+        """Create ``bucket``: a folder of the endpoint's directory (S3Proxy's file system
+        store keeps a bucket so)."""
+        if not bucket or "/" in bucket or bucket.startswith("."):
+            raise S3EndpointError(f"The {self.name} refused the bucket {bucket!r}: not a name")
+        (self.folder / bucket).mkdir(parents=True, exist_ok=True)

@@ -10,17 +10,14 @@ Thrift server; a server started with ``LAKEHOUSE_SQL_PASSWORD`` set loads it.
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-import tempfile
-import zipfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from lakehouse_assets.devtools.java_classes import SOURCES, compile_jar
 from resources.settings import ENV_SQL_PASSWORD
 from resources.spark_jvm import JARS_DIR
 
-SOURCE = Path(__file__).with_name("java") / "lakehouse/sql/EnvironmentPasswordAuthenticator.java"
+SOURCE = SOURCES / "lakehouse/sql/EnvironmentPasswordAuthenticator.java"
 AUTHENTICATOR = "lakehouse.sql.EnvironmentPasswordAuthenticator"
 AUTH_JAR = JARS_DIR.with_name("sql-auth") / "lakehouse-sql-auth.jar"
 HIVE_SETTINGS = {
@@ -42,20 +39,7 @@ def build(target: Path = AUTH_JAR) -> Path | None:
     """
     from lakehouse_assets.devtools.spark_server import spark_home
 
-    javac = shutil.which("javac")
-    if javac is None:
-        return None
-    with tempfile.TemporaryDirectory() as work:
-        classpath = str(spark_home() / "jars" / "*")
-        command = [javac, "--release", "17", "-cp", classpath, "-d", work, str(SOURCE)]
-        subprocess.run(command, check=True, capture_output=True, text=True)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        partial = target.with_suffix(".partial")
-        with zipfile.ZipFile(partial, "w") as jar:
-            for compiled in sorted(Path(work).rglob("*.class")):
-                jar.write(compiled, compiled.relative_to(work).as_posix())
-        partial.replace(target)
-    return target
+    return compile_jar([SOURCE], [spark_home() / "jars"], target)
 
 
 def required_jar(environ: Mapping[str, str], jar: Path = AUTH_JAR) -> Path | None:

@@ -1,15 +1,18 @@
 """The lake on object storage: the settings each engine takes from the standard variables, a clear
-error for a root that cannot be used, and the lake's own calls on an ``s3a://`` root of the
-session's S3 endpoint (moto on loopback)."""
+error for a root that cannot be used, the S3 server's conditional writes, and the lake's own calls
+on an ``s3a://`` root of the session's S3 endpoint (S3Proxy on loopback)."""
 
 from __future__ import annotations
 
 import os
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 import sys
 from pathlib import Path
 from typing import Any
 
+import boto3
+import botocore.exceptions
 import dagster as dg
 import pytest
 from pyspark.sql import SparkSession
@@ -18,7 +21,7 @@ from lakehouse_assets.bronze.position import StreamPosition
 from lakehouse_assets.constants import BRONZE, CHECKPOINTS_DIR, LANDING_DIR, asset_key
 from lakehouse_assets.definitions import defs
 from lakehouse_assets.devtools.broker import EmbeddedBroker
-from lakehouse_assets.devtools.s3_endpoint import S3Endpoint
+from lakehouse_assets.devtools.s3_endpoint import ACCESS_KEY, REGION, SECRET_KEY, S3Endpoint
 from lakehouse_assets.fitness.names import LANDING_GYM_LOGINS, TOPIC_BPM
 from lakehouse_assets.fitness.pipeline import bronze_landing_assets
 from lakehouse_assets.schedules.profiles import profile_job
@@ -27,7 +30,7 @@ from lakehouse_assets_tests.bronze.helpers import (
     heart_rates,
     materialize_bpm,
 )
-from lakehouse_assets_tests.conftest import observations, produce
+from lakehouse_assets_tests.conftest import S3_BUCKET, observations, produce
 from resources import LakeResource, checkpoints, files, object_store
 from resources.object_store import LakeRootUnreachable
 from resources.settings import ENV_PROFILE
@@ -82,14 +85,42 @@ def test_an_endpoint_that_does_not_answer_is_named_with_the_root(
     object_store.check_root("relative/folder")  # a local root needs no store
 
 
-def test_refused_credentials_are_named_with_the_root(monkeypatch: pytest.MonkeyPatch) -> None:
-    # moto checks signatures once its first request (the bucket's creation) is done.
-    with S3Endpoint(env={"INITIAL_NO_AUTH_ACTION_COUNT": "1"}, buckets=["locked"]) as strict:
-        for name, value in strict.environment().items():
-            monkeypatch.setenv(name, value)
-        monkeypatch.setenv("AWS_ACCESS_KEY_ID", "nobody")
-        with pytest.raises(LakeRootUnreachable, match=r"s3a://locked/lake.*ACCESS_DENIED"):
-            object_store.check_root("s3a://locked/lake")
+def test_refused_credentials_are_named_with_the_root(
+    s3_endpoint: S3Endpoint, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "nobody")
+    with pytest.raises(LakeRootUnreachable, match=r"s3a://lake/lake.*ACCESS_DENIED"):
+        object_store.check_root(f"s3a://{S3_BUCKET}/lake")
+
+
+def test_of_writers_racing_to_create_one_key_the_s3_server_lets_one_win(
+    s3_endpoint: S3Endpoint,
+) -> None:
+    # What the s3a:// log store relies on: a PUT with If-None-Match: * is refused (412) when the
+    # key exists, the check and the write one step, however many writers race.
+    client = boto3.client(
+        "s3",
+        endpoint_url=s3_endpoint.address,
+        region_name=REGION,
+        aws_access_key_id=ACCESS_KEY,
+        aws_secret_access_key=SECRET_KEY,
+    )
+
+    def create(key: str, writer: int) -> int:
+        try:
+            client.put_object(Bucket=S3_BUCKET, Key=key, Body=b"%d" % writer, IfNoneMatch="*")
+        except botocore.exceptions.ClientError as refused:
+            return refused.response["ResponseMetadata"]["HTTPStatusCode"]
+        return 200
+
+    for attempt in range(5):
+        key = f"race/_delta_log/{attempt:020}.json"
+        with ThreadPoolExecutor(max_workers=16) as pool:
+            answers = list(pool.map(lambda writer: create(key, writer), range(16)))
+        assert sorted(answers) == [200] + [412] * 15
+        winner = answers.index(200)
+        body = client.get_object(Bucket=S3_BUCKET, Key=key)["Body"].read()
+        assert body == b"%d" % winner  # the one that won wrote the object, once
 
 
 def test_files_and_checkpoints_on_the_object_store(s3_lake_root: str) -> None:
