@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import os
 import subprocess
-from concurrent.futures import ThreadPoolExecutor
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -116,7 +116,7 @@ def test_of_writers_racing_to_create_one_key_the_s3_server_lets_one_win(
     for attempt in range(5):
         key = f"race/_delta_log/{attempt:020}.json"
         with ThreadPoolExecutor(max_workers=16) as pool:
-            answers = list(pool.map(lambda writer: create(key, writer), range(16)))
+            answers = list(pool.map(create, [key] * 16, range(16)))
         assert sorted(answers) == [200] + [412] * 15
         winner = answers.index(200)
         body = client.get_object(Bucket=S3_BUCKET, Key=key)["Body"].read()
