@@ -63,7 +63,7 @@ def move_folder(uri: str, to: str) -> None:
         if filesystem.get_file_info(path).type != fs.FileType.Directory:
             raise
         fs.copy_files(path, target, filesystem, filesystem)
-        filesystem.delete_dir(path)
+        _delete_tree(filesystem, path)
 
 
 def is_empty(uri: str) -> bool:
@@ -76,4 +76,21 @@ def delete_folder(uri: str) -> None:
     """Delete the folder ``uri`` and all it holds (nothing when there is none)."""
     filesystem, path = _location(uri)
     if filesystem.get_file_info(path).type != fs.FileType.NotFound:
+        _delete_tree(filesystem, path)
+
+
+def _delete_tree(filesystem: fs.FileSystem, path: str) -> None:
+    """Delete the folder ``path`` and all it holds. A store that refuses the bulk delete (S3's
+    DeleteObjects, whose checksum pyarrow's SDK sends as CRC64NVME, which S3-compatible stores
+    older than that default do not know) has each file deleted alone, then each folder, the
+    deepest first."""
+    try:
         filesystem.delete_dir(path)
+    except OSError:
+        held = filesystem.get_file_info(fs.FileSelector(path, recursive=True))
+        for info in held:
+            if info.type == fs.FileType.File:
+                filesystem.delete_file(info.path)
+        folders = [info.path for info in held if info.type == fs.FileType.Directory]
+        for folder in [*sorted(folders, key=len, reverse=True), path]:
+            filesystem.delete_dir(folder)
