@@ -2,7 +2,7 @@
 
 What it measures
 ----------------
-One warm Spark Connect server and one local S3 endpoint (moto on loopback, as in the tests) serve
+One warm Spark Connect server and one local S3 server (S3Proxy on loopback, as in the tests) serve
 two lakes: one in a temporary folder, one at ``s3a://bench/...`` on the endpoint. The endpoint
 is on this machine, so the figures are the cost of the S3A connector, Delta's S3 log store and
 the endpoint's own work, not of a network.
