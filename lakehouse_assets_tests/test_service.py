@@ -1,10 +1,12 @@
 """A service stops on its stop signal even when this process ignores that signal (a background
-job that ran Dagster does): the service gets the signal's default action, not the ignoring."""
+job that ran Dagster does): the service gets the signal's default action, not the ignoring. Its
+port is one that no socket bound to port 0 can take before the service binds it."""
 
 from __future__ import annotations
 
 import os
 import signal
+import socket
 import sys
 import time
 from collections.abc import Iterator
@@ -12,7 +14,7 @@ from typing import Self
 
 import pytest
 
-from lakehouse_assets.devtools.service import LocalService
+from lakehouse_assets.devtools.service import EPHEMERAL_PORTS, LOOPBACK, LocalService, free_port
 
 # Reports its SIGTERM disposition, then sleeps: only the default action ends it early.
 CHILD = (
@@ -84,3 +86,24 @@ def test_no_python_runs_in_the_forked_child_before_exec(sigterm_ignored: None) -
         watching[0] = False
         os.close(read_end)
         os.close(write_end)
+
+
+def test_a_chosen_port_is_outside_the_range_the_kernel_hands_out_to_port_0() -> None:
+    # A Spark Connect server once bound its driver's port (port 0) to the port chosen for its gRPC
+    # service a moment before, and exited; the port answered meanwhile, so it looked started.
+    low, high = map(int, EPHEMERAL_PORTS.read_text().split())
+    taken = []
+    try:
+        for _ in range(50):  # sockets the kernel placed, kept bound while ports are chosen
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.bind((LOOPBACK, 0))
+            taken.append(sock)
+        ports = {free_port() for _ in range(50)}
+        assert all(1024 <= port < low for port in ports), sorted(ports)
+        assert all(low <= sock.getsockname()[1] <= high for sock in taken)
+        for port in ports:  # nothing holds a port it chose
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+                probe.bind((LOOPBACK, port))
+    finally:
+        for sock in taken:
+            sock.close()

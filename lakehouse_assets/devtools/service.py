@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -20,11 +21,48 @@ from typing import IO, Self
 LOOPBACK = "127.0.0.1"
 
 
+# Where the kernel picks the ports of sockets bound to port 0 and of outgoing connections.
+EPHEMERAL_PORTS = Path("/proc/sys/net/ipv4/ip_local_port_range")
+# Below the ephemeral range, a service's port is chosen among this many.
+SERVICE_PORTS = 16384
+
+
 def free_port(host: str = LOOPBACK) -> int:
-    """A TCP port on ``host`` that nothing listens on right now."""
+    """A TCP port on ``host`` that nothing listens on right now, below the kernel's ephemeral
+    range where it can tell that range.
+
+    A service binds its port seconds after it is chosen. An ephemeral port can be taken in
+    between: the JVM of a Spark Connect server binds its driver's and block manager's ports to
+    port 0 before its gRPC port, and every outgoing connection takes one. A port the kernel does
+    not hand out can be taken only by another caller of this function choosing the same one.
+    """
+    low = _ephemeral_low()
+    if low is not None and low - SERVICE_PORTS >= 1024:
+        for _ in range(100):
+            port = random.randrange(low - SERVICE_PORTS, low)
+            if _bindable(host, port):
+                return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
         return sock.getsockname()[1]
+
+
+def _ephemeral_low() -> int | None:
+    """The first port of the kernel's ephemeral range; None where it cannot be read."""
+    try:
+        return int(EPHEMERAL_PORTS.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _bindable(host: str, port: int) -> bool:
+    """Whether ``host:port`` can be bound now (nothing listens on it nor holds it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
 
 
 def port_is_taken(host: str, port: int) -> bool:
