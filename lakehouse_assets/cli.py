@@ -102,7 +102,10 @@ def jars() -> None:
     print(f"Resolved the JVM packages in {seconds:.0f} s")
     log_store = build_log_store()
     if log_store is None:
-        print("No javac (a JRE, not a JDK): the Delta log store of s3a:// lakes is not compiled")
+        print(
+            "No javac (a JRE, not a JDK): the Delta log store of s3a:// lakes is not compiled, "
+            "and a lake root on S3 is refused until it is"
+        )
     else:
         print(f"Compiled the Delta log store of s3a:// lakes into {log_store}")
     compiled = sql_auth.build()

@@ -13,7 +13,7 @@ from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 from resources import object_store
-from resources.settings import ENV_SPARK_REMOTE
+from resources.settings import ENV_LAKEHOUSE_ROOT, ENV_SPARK_REMOTE
 
 # The driver's class archive sits in the virtual environment: it belongs to its PySpark and JDK.
 DEFAULT_ARCHIVE = Path(sys.prefix) / "share" / "lakehouse" / "spark-driver.jsa"
@@ -65,13 +65,24 @@ def jvm_settings(
     variables when None; see ``resources.object_store``).
 
     Raises:
-        SparkJarsMissing: ``jars_dir`` holds no jar.
+        SparkJarsMissing: ``jars_dir`` holds no jar, or the lake root of ``environ`` is on S3 and
+            the log store that commits there safely was not compiled (a JRE has no ``javac``).
     """
     jars = sorted(jars_dir.glob("*.jar"))
     if not jars:
         raise SparkJarsMissing(
             f"No JVM packages in {jars_dir}: run `lakehouse jars` (`make install` does) to "
             "resolve Delta Lake and Spark's Kafka source once."
+        )
+    env = os.environ if environ is None else environ
+    root = env.get(ENV_LAKEHOUSE_ROOT, "")
+    if root.startswith(("s3a://", "s3://")) and jars_dir / S3_LOG_STORE_JAR.name not in jars:
+        # Delta's default for s3a:// would let two applications overwrite each other's commits.
+        raise SparkJarsMissing(
+            f"The lake root {root} is on S3, but the Delta log store that commits there with "
+            f"S3's put-if-absent ({S3_LOG_STORE}) is not in {jars_dir}. It is compiled by "
+            "`lakehouse jars` (`make install` runs it) with a JDK's javac; install a JDK 17 "
+            "(this Java has no compiler, or the jars were resolved before it) and run it again."
         )
     jars_setting = ",".join(str(jar) for jar in jars)
     return {

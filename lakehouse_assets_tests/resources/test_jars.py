@@ -52,6 +52,18 @@ def test_settings_without_resolved_jars_say_how_to_resolve_them(tmp_path: Path) 
         jvm_settings(tmp_path)
 
 
+def test_a_lake_on_s3_is_refused_without_the_log_store_that_commits_there(tmp_path: Path) -> None:
+    (tmp_path / "io.delta_delta-spark.jar").touch()  # resolved on a JRE: nothing compiled
+    for root in ("s3a://bucket/lake", "s3://bucket/lake"):
+        with pytest.raises(SparkJarsMissing, match="JDK 17") as refused:
+            jvm_settings(tmp_path, {"LAKEHOUSE_ROOT": root})
+        assert root in str(refused.value) and "lakehouse jars" in str(refused.value)
+    assert jvm_settings(tmp_path, {"LAKEHOUSE_ROOT": str(tmp_path / "lake")})  # a folder needs none
+    (tmp_path / "lakehouse-s3-log-store.jar").touch()
+    settings = jvm_settings(tmp_path, {"LAKEHOUSE_ROOT": "s3a://bucket/lake"})
+    assert settings["spark.delta.logStore.s3a.impl"] == "lakehouse.delta.ConditionalPutLogStore"
+
+
 @pytest.mark.local_spark
 def test_delta_sql_runs_on_the_sessions_spark(spark: SparkSession, tmp_path: Path) -> None:
     table = f"delta.`{tmp_path / 'people'}`"
