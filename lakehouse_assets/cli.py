@@ -88,6 +88,7 @@ def spark_archive() -> None:
 
 def jars() -> None:
     """Resolve the pinned JVM packages (see ``lakehouse_assets.devtools.jars``)."""
+    from lakehouse_assets.devtools import s3proxy
     from lakehouse_assets.devtools.jars import JarResolutionError, resolve_all
     from lakehouse_assets.devtools.java_classes import build_log_store
 
@@ -108,6 +109,14 @@ def jars() -> None:
         )
     else:
         print(f"Compiled the Delta log store of s3a:// lakes into {log_store}")
+    try:
+        fixed = s3proxy.build()
+    except s3proxy.S3ProxyFixError as error:
+        sys.exit(str(error))
+    if fixed is None:
+        print("No javac (a JRE, not a JDK): the tests' S3 server (S3Proxy) lacks its listing fix")
+    else:
+        print(f"Compiled the listing fix of the tests' S3 server into {fixed}")
     compiled = sql_auth.build()
     if compiled is None:
         print("No javac (a JRE, not a JDK): the SQL endpoint cannot require a password")

@@ -18,13 +18,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Self
 
-from lakehouse_assets.devtools.jars import S3PROXY_JARS_DIR
+from lakehouse_assets.devtools import s3proxy
 from lakehouse_assets.devtools.service import LOOPBACK, LocalService, free_port
 from resources.object_store import ENV_ENDPOINT, ENV_REGION
 
 REGION = "us-east-1"
 ACCESS_KEY = SECRET_KEY = "lakehouse"
-MAIN_CLASS = "org.gaul.s3proxy.Main"
 
 
 class S3EndpointError(RuntimeError):
@@ -64,10 +63,11 @@ class S3Endpoint(LocalService):
 
     def start(self) -> Self:
         java = shutil.which("java")
-        if java is None or not any(S3PROXY_JARS_DIR.glob("*.jar")):
+        if java is None or not s3proxy.installed():
             raise S3EndpointError(
-                f"S3Proxy is not installed in {S3PROXY_JARS_DIR}: run `lakehouse jars` (`make "
-                "install` does), with Java 17 on the PATH."
+                f"S3Proxy is not installed in {s3proxy.S3PROXY_JARS_DIR} with its fix "
+                f"({s3proxy.FIX_JAR}): run `lakehouse jars` (`make install` does), with a JDK 17 "
+                "on the PATH (its javac compiles the fix)."
             )
         for bucket in self.buckets:
             self.create_bucket(bucket)
@@ -80,7 +80,8 @@ class S3Endpoint(LocalService):
             "jclouds.provider=filesystem-nio2\n"
             f"jclouds.filesystem.basedir={self.folder}\n"
         )
-        command = [java, "-cp", f"{S3PROXY_JARS_DIR}/*", MAIN_CLASS, "--properties", str(settings)]
+        command = [java, "-cp", s3proxy.classpath(), s3proxy.MAIN_CLASS]
+        command += ["--properties", str(settings)]
         self._launch(command, self._answers)
         return self
 

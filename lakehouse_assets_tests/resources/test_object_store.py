@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -93,18 +94,23 @@ def test_refused_credentials_are_named_with_the_root(
         object_store.check_root(f"s3a://{S3_BUCKET}/lake")
 
 
+def s3_client(endpoint: S3Endpoint) -> Any:
+    """A boto3 client of ``endpoint`` with its access key."""
+    return boto3.client(
+        "s3",
+        endpoint_url=endpoint.address,
+        region_name=REGION,
+        aws_access_key_id=ACCESS_KEY,
+        aws_secret_access_key=SECRET_KEY,
+    )
+
+
 def test_of_writers_racing_to_create_one_key_the_s3_server_lets_one_win(
     s3_endpoint: S3Endpoint,
 ) -> None:
     # What the s3a:// log store relies on: a PUT with If-None-Match: * is refused (412) when the
     # key exists, the check and the write one step, however many writers race.
-    client = boto3.client(
-        "s3",
-        endpoint_url=s3_endpoint.address,
-        region_name=REGION,
-        aws_access_key_id=ACCESS_KEY,
-        aws_secret_access_key=SECRET_KEY,
-    )
+    client = s3_client(s3_endpoint)
 
     def create(key: str, writer: int) -> int:
         try:
@@ -121,6 +127,35 @@ def test_of_writers_racing_to_create_one_key_the_s3_server_lets_one_win(
         winner = answers.index(200)
         body = client.get_object(Bucket=S3_BUCKET, Key=key)["Body"].read()
         assert body == b"%d" % winner  # the one that won wrote the object, once
+
+
+def test_a_listing_beside_a_writer_shows_every_object_the_writer_made(
+    s3_endpoint: S3Endpoint,
+) -> None:
+    # What Delta's readers rely on (S3 lists consistently): each version listed, none skipped.
+    # Each PUT puts a temporary file beside its object on the server's disk and removes it; the
+    # pinned S3Proxy release stopped a listing at such a file and dropped what came after it.
+    client = s3_client(s3_endpoint)
+    folder = f"{uuid.uuid4().hex}/_delta_log/"
+    versions = 400
+
+    def write() -> None:
+        for version in range(versions):
+            key = f"{folder}{version:020}.json"
+            client.put_object(Bucket=S3_BUCKET, Key=key, Body=b"{}", IfNoneMatch="*")
+
+    gaps = []
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        writing = pool.submit(write)
+        while not writing.done():
+            listed = client.list_objects_v2(Bucket=S3_BUCKET, Prefix=folder).get("Contents", [])
+            seen = [int(item["Key"].rsplit("/", 1)[1].split(".")[0]) for item in listed]
+            if seen != list(range(len(seen))):  # the writer goes in order: 0 to n, no hole
+                gaps.append(seen)
+        writing.result()
+    assert gaps == []
+    listed = client.list_objects_v2(Bucket=S3_BUCKET, Prefix=folder)["Contents"]
+    assert len(listed) == versions
 
 
 def test_files_and_checkpoints_on_the_object_store(s3_lake_root: str) -> None:

@@ -1,6 +1,6 @@
-"""Several Spark applications committing to one ``s3a://`` table at once, on the session's S3
-server (S3Proxy): the log store commits each version with S3's put-if-absent, so none replaces
-another's commit."""
+"""Several writers committing to one ``s3a://`` table at once, on the session's S3 server
+(S3Proxy): Spark applications, whose log store commits each version with S3's put-if-absent, and
+delta-rs, which commits with the same condition; none replaces another's commit."""
 
 from __future__ import annotations
 
@@ -9,12 +9,15 @@ import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
+import pyarrow as pa
 import pytest
+from deltalake import write_deltalake
 from pyspark.sql import SparkSession
 
 from lakehouse_assets.devtools.s3_endpoint import S3Endpoint
 from lakehouse_assets.devtools.spark_server import SparkConnectServer
 from lakehouse_assets_tests.conftest import INTERPRETED, S3_BUCKET, TEST_SERVER_JAVA, new_metastore
+from resources.object_store import delta_rs_options
 from resources.spark_jvm import S3_LOG_STORE
 
 pytestmark = [pytest.mark.external, pytest.mark.own_stack]  # an S3 server, two Spark servers
@@ -38,12 +41,24 @@ def application(**settings: str) -> Iterator[SparkSession]:
             spark.stop()
 
 
+def first_rows(writer: int) -> Iterator[int]:
+    """The first row of each of a writer's ``COMMITS`` commits, distinct across writers."""
+    return (((writer * COMMITS) + commit) * ROWS for commit in range(COMMITS))
+
+
 def append_each(spark: SparkSession, table: str, writer: int) -> None:
-    """``COMMITS`` appends of ``ROWS`` rows each, every row's id distinct across writers."""
-    for commit in range(COMMITS):
-        first = (writer * COMMITS + commit) * ROWS
+    """``COMMITS`` appends of ``ROWS`` rows each, through Spark."""
+    for first in first_rows(writer):
         rows = spark.range(first, first + ROWS).withColumnRenamed("id", "row")
         rows.write.format("delta").mode("append").save(table)
+
+
+def append_each_with_delta_rs(table: str, writer: int) -> None:
+    """``COMMITS`` appends of ``ROWS`` rows each, through delta-rs (its ``s3://`` URI)."""
+    uri = "s3://" + table.removeprefix("s3a://")
+    for first in first_rows(writer):
+        rows = pa.table({"row": pa.array(range(first, first + ROWS), pa.int64())})
+        write_deltalake(uri, rows, mode="append", storage_options=delta_rs_options())
 
 
 def data_commits(spark: SparkSession, table: str) -> int:
@@ -64,3 +79,24 @@ def test_two_applications_appending_to_one_table_lose_no_commit(s3_endpoint: S3E
         rows = sorted(row.row for row in first.read.format("delta").load(table).collect())
         assert rows == list(range(2 * COMMITS * ROWS))  # every row, once
         assert data_commits(first, table) == 2 * COMMITS
+
+
+def test_a_delta_rs_writer_beside_a_spark_application_loses_no_commit(
+    s3_endpoint: S3Endpoint,
+) -> None:
+    table = f"s3a://{S3_BUCKET}/{uuid.uuid4().hex}/rows"
+    with application() as spark:
+        spark.range(0).withColumnRenamed("id", "row").write.format("delta").save(table)
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            writes = [
+                pool.submit(append_each, spark, table, 0),
+                pool.submit(append_each_with_delta_rs, table, 1),
+            ]
+            for write in writes:
+                write.result()
+        rows = sorted(row.row for row in spark.read.format("delta").load(table).collect())
+        assert rows == list(range(2 * COMMITS * ROWS))  # every row, once
+        history = spark.sql(f"DESCRIBE HISTORY delta.`{table}`").collect()
+        engines = [h.engineInfo or "" for h in history if h.version > 0]
+        assert len(engines) == 2 * COMMITS  # each writer's commits, none replaced
+        assert sum("delta-rs" in engine for engine in engines) == COMMITS
