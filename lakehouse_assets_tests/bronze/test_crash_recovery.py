@@ -8,12 +8,14 @@ the checkpoint (``offsets/<batch>``), its files written and committed to the tab
 the commit made but the batch not recorded as done. The first tests build each state exactly as
 a crash leaves it (from a clean run, its last commit or its done-marker removed); the last kills
 the writing process (a local Spark application: driver and executors) while it streams to a lake
-on object storage (an ``s3a://`` root on the session's S3 endpoint).
+on object storage (an ``s3a://`` root on the session's S3 endpoint), and the one after it stops
+the object store itself between a batch's data files and its commit.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import signal
@@ -24,10 +26,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from deltalake import DeltaTable
 from pyspark.sql import SparkSession
 
 from lakehouse_assets.constants import BRONZE, CHECKPOINTS_DIR, stream_name
 from lakehouse_assets.devtools.broker import EmbeddedBroker
+from lakehouse_assets.devtools.s3_endpoint import S3Endpoint
 from lakehouse_assets.fitness.names import TOPIC_BPM
 from lakehouse_assets_tests.bronze import crash_run
 from lakehouse_assets_tests.bronze.helpers import (
@@ -37,6 +41,7 @@ from lakehouse_assets_tests.bronze.helpers import (
 )
 from lakehouse_assets_tests.conftest import empty, produce
 from resources import ENV_SPARK_REMOTE, KafkaResource, build_resources, files
+from resources.object_store import delta_rs_options
 from resources.settings import ENV_SCHEMA_PREFIX
 from resources.spark_jvm import CONNECT_MODE_MARK
 
@@ -48,9 +53,14 @@ FILES_NOT_COMMITTED = "files written, not committed"
 COMMITTED_NOT_DONE = "committed, not done"
 
 
-def stream_in_own_process(servers: str, lake_root: str, per_batch: int) -> subprocess.Popen:
+def stream_in_own_process(
+    servers: str, lake_root: str, per_batch: int, env: dict[str, str] | None = None
+) -> subprocess.Popen:
+    """The bpm stream, run by a local Spark application of a process of its own (with ``env``
+    added to this process's variables)."""
     command = [sys.executable, "-m", crash_run.__name__, servers, lake_root, str(per_batch)]
     local = {k: v for k, v in os.environ.items() if k not in (ENV_SPARK_REMOTE, CONNECT_MODE_MARK)}
+    local.update(env or {})
     return subprocess.Popen(
         command, cwd=REPO_ROOT, env=local, start_new_session=True,  # its JVM in its group
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
@@ -157,3 +167,69 @@ def test_a_run_killed_while_it_streams_to_object_storage_then_run_again_is_exact
     produce(servers, TOPIC_BPM, heart_rates(5000, NEW))
     materialize_bpm(s3_resources)
     assert bronze_sequence_numbers(spark, s3_resources) == list(range(5000 + NEW))
+
+
+def test_a_commit_cut_off_by_the_object_store_stopping_leaves_a_table_read_whole_then_once(
+    broker: EmbeddedBroker, tmp_path: Path
+) -> None:
+    # An S3 server of the test's own, stopped (SIGKILL) once a batch's first data file is on its
+    # disk and before that batch's _delta_log/<version>.json is, then started again on the same
+    # folder and port. The writer, which could commit nothing meanwhile, is then killed.
+    servers = broker.bootstrap_servers
+    # One partition: batches of exactly 250 records, in order (as `five_batches`).
+    KafkaResource(bootstrap_servers=servers).create_topic(TOPIC_BPM, partitions=1)
+    produce(servers, TOPIC_BPM, heart_rates(0, 5000))
+    folder = tmp_path / "s3"
+    s3 = S3Endpoint(buckets=["lake"], folder=folder).start()
+    port, env = s3.port, s3.environment()
+    root = "s3a://lake/lake"
+    lake_on_disk = folder / "lake" / "lake"
+    table_on_disk = lake_on_disk / BRONZE / TOPIC_BPM
+    offsets = lake_on_disk / CHECKPOINTS_DIR / stream_name(BRONZE, TOPIC_BPM) / "offsets"
+    try:
+        run = stream_in_own_process(servers, root, per_batch=250, env=env)  # 20 batches
+        try:
+            deadline = time.monotonic() + 300
+            while not (offsets / "3").is_file():  # batch 3 planned (version 3 is its commit)
+                assert run.poll() is None, run.communicate()[1][-3000:]
+                assert time.monotonic() < deadline
+                time.sleep(0.01)
+            written = set(table_on_disk.rglob("*.parquet"))
+            while set(table_on_disk.rglob("*.parquet")) == written:  # batch 3's first data file
+                assert run.poll() is None, run.communicate()[1][-3000:]
+                assert time.monotonic() < deadline
+                time.sleep(0.001)
+            os.killpg(s3.pid, signal.SIGKILL)
+            time.sleep(3)  # the writer cannot reach the store
+        finally:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.wait()
+        s3.stop()
+        assert not (table_on_disk / "_delta_log" / f"{3:020d}.json").exists()  # cut off
+
+        s3 = S3Endpoint(port=port, buckets=["lake"], folder=folder).start()
+        uri = "s3://lake/lake/" + f"{BRONZE}/{TOPIC_BPM}"
+        with pytest.MonkeyPatch.context() as patch:
+            for name, value in env.items():
+                patch.setenv(name, value)
+            options = delta_rs_options()
+            # Readable, as of the last version committed: batches 0 to 2, whole, once.
+            before = DeltaTable(uri, storage_options=options)
+            assert before.version() == 2
+            assert sorted_seqs(before) == list(range(3 * 250))
+            committed = {Path(uri).name for uri in before.file_uris()}
+            assert {f.name for f in table_on_disk.rglob("*.parquet")} - committed  # batch 3's
+            produce(servers, TOPIC_BPM, heart_rates(5000, NEW))
+            rerun = stream_in_own_process(servers, root, per_batch=5000 + NEW, env=env)
+            _, errors = rerun.communicate(timeout=600)
+            assert rerun.returncode == 0, errors[-3000:]
+            after = DeltaTable(uri, storage_options=options)
+            assert sorted_seqs(after) == list(range(5000 + NEW))  # every record, once
+    finally:
+        s3.stop()
+
+
+def sorted_seqs(table: DeltaTable) -> list[int]:
+    """The ``seq`` of every row of a bronze.bpm snapshot read by delta-rs, sorted."""
+    values = table.to_pyarrow_table(columns=["value"]).column("value").to_pylist()
+    return sorted(json.loads(value)["seq"] for value in values)
