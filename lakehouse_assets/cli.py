@@ -90,7 +90,7 @@ def jars() -> None:
     """Resolve the pinned JVM packages (see ``lakehouse_assets.devtools.jars``)."""
     from lakehouse_assets.devtools import s3proxy
     from lakehouse_assets.devtools.jars import JarResolutionError, resolve_all
-    from lakehouse_assets.devtools.java_classes import build_log_store
+    from lakehouse_assets.devtools.java_classes import build_s3_commits
 
     started = time.perf_counter()
     try:
@@ -101,14 +101,14 @@ def jars() -> None:
     for user, jars in resolved.items():
         print(f"Resolved {len(jars)} jars for {user} into {jars[0].parent}")
     print(f"Resolved the JVM packages in {seconds:.0f} s")
-    log_store = build_log_store()
-    if log_store is None:
+    s3_commits = build_s3_commits()
+    if s3_commits is None:
         print(
-            "No javac (a JRE, not a JDK): the Delta log store of s3a:// lakes is not compiled, "
-            "and a lake root on S3 is refused until it is"
+            "No javac (a JRE, not a JDK): the classes that commit to s3a:// lakes are not "
+            "compiled, and a lake root on S3 is refused until they are"
         )
     else:
-        print(f"Compiled the Delta log store of s3a:// lakes into {log_store}")
+        print(f"Compiled the Delta log store and checkpoint files of s3a:// lakes: {s3_commits}")
     try:
         fixed = s3proxy.build()
     except s3proxy.S3ProxyFixError as error:

@@ -19,11 +19,13 @@ from resources.settings import ENV_LAKEHOUSE_ROOT, ENV_SPARK_REMOTE
 DEFAULT_ARCHIVE = Path(sys.prefix) / "share" / "lakehouse" / "spark-driver.jsa"
 # The pinned JVM packages (Delta Lake, Spark's Kafka source), resolved there by `lakehouse jars`.
 JARS_DIR = Path(sys.prefix) / "share" / "lakehouse" / "jars"
-# The Delta log store of s3a:// tables, compiled beside them by `lakehouse jars`: it commits each
-# version with S3's put-if-absent, so that writers in any number of applications never replace
-# each other's commits (lakehouse_assets/devtools/java/lakehouse/delta).
+# The Delta log store of s3a:// tables and the streaming checkpoint's file manager, compiled
+# beside them by `lakehouse jars`: each creates its files (a table version, a batch's offsets)
+# with S3's put-if-absent, so that writers in any number of applications never replace each
+# other's (lakehouse_assets/devtools/java/lakehouse).
 S3_LOG_STORE = "lakehouse.delta.ConditionalPutLogStore"
-S3_LOG_STORE_JAR = JARS_DIR / "lakehouse-s3-log-store.jar"
+S3_CHECKPOINT_FILE_MANAGER = "lakehouse.streaming.ConditionalPutCheckpointFileManager"
+S3_COMMITS_JAR = JARS_DIR / "lakehouse-s3-commits.jar"
 # Delta Lake's SQL (MERGE, OPTIMIZE, VACUUM) and its catalog in every session.
 DELTA_SETTINGS: dict[str, str] = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
@@ -49,6 +51,7 @@ STATIC_SETTINGS: dict[str, str] = {
     # default of 100 keeps, and would compile them again (benchmarks/spark_settings.py compares).
     "spark.sql.codegen.cache.maxEntries": "5000",
 }
+CHECKPOINT_MANAGER_SETTING = "spark.sql.streaming.checkpointFileManagerClass"
 CONNECT_MODE_MARK = "SPARK_CONNECT_MODE_ENABLED"  # set by PySpark in a process using Connect
 
 
@@ -76,8 +79,9 @@ def jvm_settings(
         )
     env = os.environ if environ is None else environ
     root = env.get(ENV_LAKEHOUSE_ROOT, "")
-    if root.startswith(("s3a://", "s3://")) and jars_dir / S3_LOG_STORE_JAR.name not in jars:
-        # Delta's default for s3a:// would let two applications overwrite each other's commits.
+    s3_commits = jars_dir / S3_COMMITS_JAR.name in jars
+    if root.startswith(("s3a://", "s3://")) and not s3_commits:
+        # Spark's defaults for s3a:// let two applications overwrite each other's commits.
         raise SparkJarsMissing(
             f"The lake root {root} is on S3, but the Delta log store that commits there with "
             f"S3's put-if-absent ({S3_LOG_STORE}) is not in {jars_dir}. It is compiled by "
@@ -85,10 +89,14 @@ def jvm_settings(
             "(this Java has no compiler, or the jars were resolved before it) and run it again."
         )
     jars_setting = ",".join(str(jar) for jar in jars)
+    # The class writes other schemes as Spark's own manager does; without its jar (a JRE, a local
+    # lake) Spark's own is kept.
+    checkpoints = {CHECKPOINT_MANAGER_SETTING: S3_CHECKPOINT_FILE_MANAGER} if s3_commits else {}
     return {
         "spark.jars": jars_setting,
         **DELTA_SETTINGS,
         **STATIC_SETTINGS,
+        **checkpoints,
         **object_store.spark_settings(environ),
     }
 

@@ -1,7 +1,7 @@
 """Java classes the project keeps as source beside this module (``java/``), compiled by
 ``lakehouse jars`` (``make install``) with the JDK's ``javac`` into jars that Spark loads: the
-Delta log store of ``s3a://`` lakes (``resources.object_store``) and the SQL endpoint's password
-check (``devtools.sql_auth``)."""
+classes that write to ``s3a://`` lakes with S3's conditional writes (``resources.spark_jvm``)
+and the SQL endpoint's password check (``devtools.sql_auth``)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from resources.spark_jvm import JARS_DIR, S3_LOG_STORE_JAR
+from resources.spark_jvm import JARS_DIR, S3_COMMITS_JAR
 
 SOURCES = Path(__file__).with_name("java")
 
@@ -41,17 +41,24 @@ def compile_jar(sources: Sequence[Path], classpath: Sequence[Path], target: Path
     return target
 
 
-LOG_STORE_SOURCE = SOURCES / "lakehouse/delta/ConditionalPutLogStore.java"
+# What makes writes to s3a:// safe from several applications at once: the Delta log store, the
+# streaming checkpoint's file manager, and the conditional create both rely on.
+S3_COMMITS_SOURCES = [
+    SOURCES / "lakehouse/s3/ConditionalPut.java",
+    SOURCES / "lakehouse/delta/ConditionalPutLogStore.java",
+    SOURCES / "lakehouse/streaming/ConditionalPutCheckpointFileManager.java",
+]
 
 
-def build_log_store(target: Path = S3_LOG_STORE_JAR) -> Path | None:
-    """Compile the Delta log store of ``s3a://`` lakes into ``target``, among the jars every
-    Spark application loads (``resources.spark_jvm``), against Spark's, Delta's and S3A's jars;
-    None without a compiler.
+def build_s3_commits(target: Path = S3_COMMITS_JAR) -> Path | None:
+    """Compile the classes that create files on ``s3a://`` only if absent (Delta's commits and
+    the streaming checkpoint's files) into ``target``, among the jars every Spark application
+    loads (``resources.spark_jvm``), against Spark's, Delta's and S3A's jars; None without a
+    compiler.
 
     Raises:
         subprocess.CalledProcessError: javac refused the source.
     """
     from lakehouse_assets.devtools.spark_server import spark_home
 
-    return compile_jar([LOG_STORE_SOURCE], [spark_home() / "jars", JARS_DIR], target)
+    return compile_jar(S3_COMMITS_SOURCES, [spark_home() / "jars", JARS_DIR], target)

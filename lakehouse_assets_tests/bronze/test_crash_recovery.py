@@ -19,8 +19,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -43,28 +41,12 @@ from lakehouse_assets_tests.conftest import empty, produce
 from resources import ENV_SPARK_REMOTE, KafkaResource, build_resources, files
 from resources.object_store import delta_rs_options
 from resources.settings import ENV_SCHEMA_PREFIX
-from resources.spark_jvm import CONNECT_MODE_MARK
 
-REPO_ROOT = Path(__file__).parents[2]
 PER_BATCH = 1000
 LAST_BATCH = 4  # 5000 records, 1000 a batch: batches 0 to 4, table versions 0 to 4
 NEW = 700  # records produced after the crash, before the run again
 FILES_NOT_COMMITTED = "files written, not committed"
 COMMITTED_NOT_DONE = "committed, not done"
-
-
-def stream_in_own_process(
-    servers: str, lake_root: str, per_batch: int, env: dict[str, str] | None = None
-) -> subprocess.Popen:
-    """The bpm stream, run by a local Spark application of a process of its own (with ``env``
-    added to this process's variables)."""
-    command = [sys.executable, "-m", crash_run.__name__, servers, lake_root, str(per_batch)]
-    local = {k: v for k, v in os.environ.items() if k not in (ENV_SPARK_REMOTE, CONNECT_MODE_MARK)}
-    local.update(env or {})
-    return subprocess.Popen(
-        command, cwd=REPO_ROOT, env=local, start_new_session=True,  # its JVM in its group
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
 
 
 def delta_log(lake_root: Path) -> Path:
@@ -153,7 +135,7 @@ def test_a_run_killed_while_it_streams_to_object_storage_then_run_again_is_exact
     servers = broker.bootstrap_servers
     s3_resources["kafka"].create_topic(TOPIC_BPM, partitions=3)
     produce(servers, TOPIC_BPM, heart_rates(0, 5000))
-    run = stream_in_own_process(servers, s3_lake_root, per_batch=250)  # 20 batches
+    run = crash_run.start(servers, s3_lake_root, per_batch=250)  # 20 batches
     stream = f"{s3_lake_root}/{CHECKPOINTS_DIR}/{stream_name(BRONZE, TOPIC_BPM)}"
     deadline = time.monotonic() + 300
     while files.read_text(f"{stream}/offsets/3") is None:  # batch 3 planned: files being written
@@ -181,13 +163,14 @@ def test_a_commit_cut_off_by_the_object_store_stopping_leaves_a_table_read_whole
     produce(servers, TOPIC_BPM, heart_rates(0, 5000))
     folder = tmp_path / "s3"
     s3 = S3Endpoint(buckets=["lake"], folder=folder).start()
-    port, env = s3.port, s3.environment()
+    port, env, s3_pid = s3.port, s3.environment(), s3.pid
+    assert s3_pid is not None
     root = "s3a://lake/lake"
     lake_on_disk = folder / "lake" / "lake"
     table_on_disk = lake_on_disk / BRONZE / TOPIC_BPM
     offsets = lake_on_disk / CHECKPOINTS_DIR / stream_name(BRONZE, TOPIC_BPM) / "offsets"
     try:
-        run = stream_in_own_process(servers, root, per_batch=250, env=env)  # 20 batches
+        run = crash_run.start(servers, root, per_batch=250, env=env)  # 20 batches
         try:
             deadline = time.monotonic() + 300
             while not (offsets / "3").is_file():  # batch 3 planned (version 3 is its commit)
@@ -199,7 +182,7 @@ def test_a_commit_cut_off_by_the_object_store_stopping_leaves_a_table_read_whole
                 assert run.poll() is None, run.communicate()[1][-3000:]
                 assert time.monotonic() < deadline
                 time.sleep(0.001)
-            os.killpg(s3.pid, signal.SIGKILL)
+            os.killpg(s3_pid, signal.SIGKILL)
             time.sleep(3)  # the writer cannot reach the store
         finally:
             os.killpg(run.pid, signal.SIGKILL)
@@ -220,7 +203,7 @@ def test_a_commit_cut_off_by_the_object_store_stopping_leaves_a_table_read_whole
             committed = {Path(uri).name for uri in before.file_uris()}
             assert {f.name for f in table_on_disk.rglob("*.parquet")} - committed  # batch 3's
             produce(servers, TOPIC_BPM, heart_rates(5000, NEW))
-            rerun = stream_in_own_process(servers, root, per_batch=5000 + NEW, env=env)
+            rerun = crash_run.start(servers, root, per_batch=5000 + NEW, env=env)
             _, errors = rerun.communicate(timeout=600)
             assert rerun.returncode == 0, errors[-3000:]
             after = DeltaTable(uri, storage_options=options)

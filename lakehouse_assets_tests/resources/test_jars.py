@@ -59,9 +59,14 @@ def test_a_lake_on_s3_is_refused_without_the_log_store_that_commits_there(tmp_pa
             jvm_settings(tmp_path, {"LAKEHOUSE_ROOT": root})
         assert root in str(refused.value) and "lakehouse jars" in str(refused.value)
     assert jvm_settings(tmp_path, {"LAKEHOUSE_ROOT": str(tmp_path / "lake")})  # a folder needs none
-    (tmp_path / "lakehouse-s3-log-store.jar").touch()
+    assert "spark.sql.streaming.checkpointFileManagerClass" not in jvm_settings(tmp_path, {})
+    (tmp_path / "lakehouse-s3-commits.jar").touch()
     settings = jvm_settings(tmp_path, {"LAKEHOUSE_ROOT": "s3a://bucket/lake"})
     assert settings["spark.delta.logStore.s3a.impl"] == "lakehouse.delta.ConditionalPutLogStore"
+    assert (
+        settings["spark.sql.streaming.checkpointFileManagerClass"]
+        == "lakehouse.streaming.ConditionalPutCheckpointFileManager"
+    )
 
 
 @pytest.mark.local_spark

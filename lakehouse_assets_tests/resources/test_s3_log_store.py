@@ -1,22 +1,38 @@
 """Several writers committing to one ``s3a://`` table at once, on the session's S3 server
 (S3Proxy): Spark applications, whose log store commits each version with S3's put-if-absent, and
-delta-rs, which commits with the same condition; none replaces another's commit."""
+delta-rs, which commits with the same condition; none replaces another's commit. And one bronze
+stream run by two Spark applications at once, whose checkpoint files are created with the same
+condition: every record lands once."""
 
 from __future__ import annotations
 
 import contextlib
+import json
+import re
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow as pa
 import pytest
-from deltalake import write_deltalake
+from deltalake import DeltaTable, write_deltalake
 from pyspark.sql import SparkSession
 
+from lakehouse_assets.constants import BRONZE
+from lakehouse_assets.devtools.broker import EmbeddedBroker
 from lakehouse_assets.devtools.s3_endpoint import S3Endpoint
 from lakehouse_assets.devtools.spark_server import SparkConnectServer
-from lakehouse_assets_tests.conftest import INTERPRETED, S3_BUCKET, TEST_SERVER_JAVA, new_metastore
+from lakehouse_assets.fitness.names import TOPIC_BPM
+from lakehouse_assets_tests.bronze import crash_run
+from lakehouse_assets_tests.bronze.helpers import heart_rates
+from lakehouse_assets_tests.conftest import (
+    INTERPRETED,
+    S3_BUCKET,
+    TEST_SERVER_JAVA,
+    new_metastore,
+    produce,
+)
+from resources import ENV_SPARK_REMOTE, KafkaResource
 from resources.object_store import delta_rs_options
 from resources.spark_jvm import S3_LOG_STORE
 
@@ -27,13 +43,20 @@ ROWS = 3  # per commit
 
 
 @contextlib.contextmanager
-def application(**settings: str) -> Iterator[SparkSession]:
-    """A session of a Spark application of its own (a new Connect server), with ``settings``."""
-    conf = {**INTERPRETED, **settings}
-    metastore = new_metastore()  # an embedded metastore admits one application
+def connect_server() -> Iterator[SparkConnectServer]:
+    """A Spark application of its own: a new Connect server, with a metastore of its own (an
+    embedded metastore admits one application)."""
+    metastore = new_metastore()
     with SparkConnectServer(
-        conf=conf, java_options=TEST_SERVER_JAVA, metastore=metastore
+        conf=INTERPRETED, java_options=TEST_SERVER_JAVA, metastore=metastore
     ) as server:
+        yield server
+
+
+@contextlib.contextmanager
+def application() -> Iterator[SparkSession]:
+    """A session of a Spark application of its own (a new Connect server)."""
+    with connect_server() as server:
         spark = SparkSession.builder.remote(server.url).create()
         try:
             yield spark
@@ -100,3 +123,38 @@ def test_a_delta_rs_writer_beside_a_spark_application_loses_no_commit(
         engines = [h.engineInfo or "" for h in history if h.version > 0]
         assert len(engines) == 2 * COMMITS  # each writer's commits, none replaced
         assert sum("delta-rs" in engine for engine in engines) == COMMITS
+
+
+# Spark's refusal of a batch whose checkpoint file another run created first.
+CONCURRENT_RUN = re.compile(r"CONCURRENT_STREAM_LOG_UPDATE|CONCURRENT_QUERY|concurrently using")
+
+
+def test_one_bronze_stream_run_by_two_applications_at_once_lands_every_record_once(
+    broker: EmbeddedBroker, s3_endpoint: S3Endpoint
+) -> None:
+    servers = broker.bootstrap_servers
+    KafkaResource(bootstrap_servers=servers).create_topic(TOPIC_BPM, partitions=2)
+    records = 4000
+    produce(servers, TOPIC_BPM, heart_rates(0, records))
+    root = f"s3a://{S3_BUCKET}/{uuid.uuid4().hex}"
+    with connect_server() as first, connect_server() as second:
+        runs = [
+            crash_run.start(servers, root, per_batch=200, env={ENV_SPARK_REMOTE: server.url})
+            for server in (first, second)
+        ]  # 20 batches each, from the same checkpoint
+        with ThreadPoolExecutor(max_workers=2) as pool:  # each one's output read as it comes
+            errors = list(pool.map(lambda run: run.communicate(timeout=900)[1], runs))
+        outcomes = [(run.returncode, error) for run, error in zip(runs, errors, strict=True)]
+        # A run that lost the creation of a batch's checkpoint file stopped there, with Spark's
+        # concurrent-update error; the other ran to the end.
+        assert 0 in [code for code, _ in outcomes], outcomes[0][1][-3000:]
+        for code, errors in outcomes:
+            assert code == 0 or CONCURRENT_RUN.search(errors), errors[-3000:]
+        again = crash_run.start(servers, root, per_batch=200, env={ENV_SPARK_REMOTE: first.url})
+        assert again.wait(timeout=900) == 0, again.communicate()[1][-3000:]
+    table = DeltaTable(
+        f"s3://{S3_BUCKET}/{root.split('/', 3)[3]}/{BRONZE}/{TOPIC_BPM}",
+        storage_options=delta_rs_options(),
+    )
+    values = table.to_pyarrow_table(columns=["value"]).column("value").to_pylist()
+    assert sorted(json.loads(value)["seq"] for value in values) == list(range(records))

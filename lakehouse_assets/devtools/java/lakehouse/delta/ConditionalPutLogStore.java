@@ -3,18 +3,13 @@ package lakehouse.delta;
 import io.delta.storage.HadoopFileSystemLogStore;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
-import java.util.Arrays;
 import java.util.Iterator;
+import lakehouse.s3.ConditionalPut;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FSDataOutputStream;
-import org.apache.hadoop.fs.FSDataOutputStreamBuilder;
 import org.apache.hadoop.fs.FileSystem;
-import org.apache.hadoop.fs.Options;
 import org.apache.hadoop.fs.Path;
-import org.apache.hadoop.fs.s3a.AWSServiceIOException;
-import org.apache.hadoop.fs.s3a.RemoteFileChangedException;
 
 /**
  * A Delta log store for S3 (s3a://) that commits with S3's conditional writes: a commit file
@@ -24,23 +19,18 @@ import org.apache.hadoop.fs.s3a.RemoteFileChangedException;
  * <p>Delta's S3SingleDriverLogStore checks that N.json is absent and then writes it without a
  * condition, under a lock of its own JVM: two drivers can both write N.json, and the later one
  * silently replaces the earlier commit (delta-io/delta#1830). Here the check and the write are
- * one request, made through S3A's conditional create (HADOOP-19256).
+ * one request ({@link ConditionalPut}).
  *
  * <p>A writer that loses the race gets java.nio.file.FileAlreadyExistsException, on which Delta
- * checks the winner's commit for conflicts and retries at the next version, as on HDFS. When a
- * write is refused because N.json exists with exactly the bytes this writer sent, the refused
- * request was a retry of this writer's own write, whose first answer was lost: the commit is
- * this writer's, and it succeeds rather than being made again at N+1 (which would add its
- * files twice).
+ * checks the winner's commit for conflicts and retries at the next version, as on HDFS. A write
+ * refused because N.json already holds exactly the bytes this writer sent was its own retry,
+ * whose first answer was lost: the commit is this writer's, and it succeeds rather than being
+ * made again at N+1 (which would add its files twice).
  *
  * <p>Files Delta writes with overwrite (_last_checkpoint) are plain PUTs. A PUT is visible whole
  * or not at all, so no partial file is ever seen.
  */
 public class ConditionalPutLogStore extends HadoopFileSystemLogStore {
-  /** How often a write is tried again when S3 answers 409: another conditional write of the
-   * same key was in flight, and neither is known to have won. */
-  static final int CONFLICT_ATTEMPTS = 5;
-
   public ConditionalPutLogStore(Configuration hadoopConf) {
     super(hadoopConf);
   }
@@ -56,52 +46,20 @@ public class ConditionalPutLogStore extends HadoopFileSystemLogStore {
       }
       return;
     }
-    for (int attempt = 1; ; attempt++) {
-      try {
-        putIfAbsent(fs, path, bytes);
-        return;
-      } catch (RemoteFileChangedException | org.apache.hadoop.fs.FileAlreadyExistsException e) {
-        if (Arrays.equals(readOrNull(fs, path), bytes)) {
-          return; // this writer's own earlier attempt
-        }
-        java.nio.file.FileAlreadyExistsException lost =
-            new java.nio.file.FileAlreadyExistsException(path.toString());
-        lost.initCause(e);
-        throw lost;
-      } catch (AWSServiceIOException e) {
-        if (e.statusCode() != 409 || attempt >= CONFLICT_ATTEMPTS) {
-          throw e;
-        }
-        sleep(100L * attempt);
-      }
+    try {
+      ConditionalPut.create(fs, path, bytes);
+    } catch (org.apache.hadoop.fs.FileAlreadyExistsException e) {
+      // Delta retries on java.nio's exception only.
+      java.nio.file.FileAlreadyExistsException lost =
+          new java.nio.file.FileAlreadyExistsException(path.toString());
+      lost.initCause(e);
+      throw lost;
     }
   }
 
   @Override
   public Boolean isPartialWriteVisible(Path path, Configuration conf) {
     return false;
-  }
-
-  private static void putIfAbsent(FileSystem fs, Path path, byte[] bytes) throws IOException {
-    // must(), not opt(): a file system that cannot write conditionally refuses the create
-    // instead of writing without the condition.
-    FSDataOutputStreamBuilder<?, ?> create = fs.createFile(path);
-    create.overwrite(false);
-    create.must(Options.CreateFileOptionKeys.FS_OPTION_CREATE_CONDITIONAL_OVERWRITE, true);
-    FSDataOutputStream out = create.build();
-    try {
-      out.write(bytes);
-    } finally {
-      out.close(); // S3A sends the PUT, and S3 its answer to the condition, here
-    }
-  }
-
-  private static byte[] readOrNull(FileSystem fs, Path path) throws IOException {
-    try (InputStream in = fs.open(path)) {
-      return in.readAllBytes();
-    } catch (java.io.FileNotFoundException e) {
-      return null;
-    }
   }
 
   private static byte[] lines(Iterator<String> actions) throws IOException {
@@ -111,14 +69,5 @@ public class ConditionalPutLogStore extends HadoopFileSystemLogStore {
       out.write('\n');
     }
     return out.toByteArray();
-  }
-
-  private static void sleep(long millis) throws IOException {
-    try {
-      Thread.sleep(millis);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new java.io.InterruptedIOException("interrupted while retrying " + e);
-    }
   }
 }
