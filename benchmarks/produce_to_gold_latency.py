@@ -74,15 +74,15 @@ def background_readings(servers: str, stop: threading.Event) -> None:
     producer.close()
 
 
-def visible_in_gold(lake_root: Path, workout_id: int) -> bool:
-    from deltalake import DeltaTable
-    from deltalake.exceptions import TableNotFoundError
+def visible_in_gold(lake_root: Path | str, workout_id: int) -> bool:
+    """Whether gold/workout_bpm_summary under ``lake_root`` (a folder or an object store's URI,
+    reached with the process's variables) holds the workout."""
+    from resources import delta_log
 
-    try:
-        table = DeltaTable(str(lake_root / "gold" / "workout_bpm_summary")).to_pyarrow_table()
-    except TableNotFoundError:
+    table = delta_log.find(f"{lake_root}/gold/workout_bpm_summary")
+    if table is None:
         return False
-    return workout_id in table["workout_id"].to_pylist()
+    return workout_id in table.to_pyarrow_table(columns=["workout_id"])["workout_id"].to_pylist()
 
 
 def start_daemon(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
