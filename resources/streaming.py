@@ -14,12 +14,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame
 
 from resources import delta_log
 from resources.object_store import hadoop_uri
 
 STREAM_WRITE = "STREAMING UPDATE"  # the operation of a commit of Delta's streaming sink
+# Spark's words when another run created a checkpoint file of this stream first.
+CONCURRENT_RUN_MARKS = ("CONCURRENT_STREAM_LOG_UPDATE", "concurrently using")
+
+
+class StreamRunElsewhere(RuntimeError):
+    """Another Spark application runs the same stream (checkpoint) at this moment."""
 
 
 @dataclass
@@ -43,6 +50,9 @@ def run_available_now(
     returns what the run did, read from the query's progress and the table's log.
 
     Raises:
+        StreamRunElsewhere: another application recorded this stream's next batch first (on an
+            object store, each checkpoint file is created only if absent): this run stopped
+            before writing that batch, and the other goes on.
         pyspark.errors.StreamingQueryException: a batch failed; the checkpoint keeps the offsets
             of the failed batch, so the next run retries it.
     """
@@ -57,7 +67,17 @@ def run_available_now(
     if partition_by:
         writer = writer.partitionBy(*partition_by)
     query = writer.start(hadoop_uri(table_uri))
-    query.awaitTermination()
+    try:
+        query.awaitTermination()
+    except StreamingQueryException as error:
+        if any(mark in str(error) for mark in CONCURRENT_RUN_MARKS):
+            raise StreamRunElsewhere(
+                f"The stream {stream} is being run by another Spark application at the same "
+                f"time: that run recorded the stream's next batch in {checkpoint} first. This run "
+                "stopped before writing it, and the other goes on; nothing is lost or written "
+                "twice. Run it again once the other has finished."
+            ) from error
+        raise
     query_id = str(query.id)
     after = delta_log.find(table_uri)
     new_commits = (after.version() if after else -1) - (before.version() if before else -1)
