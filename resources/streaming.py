@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyspark.errors import StreamingQueryException
+from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame
 
 from resources import delta_log
@@ -50,9 +50,9 @@ def run_available_now(
     returns what the run did, read from the query's progress and the table's log.
 
     Raises:
-        StreamRunElsewhere: another application recorded this stream's next batch first (on an
-            object store, each checkpoint file is created only if absent): this run stopped
-            before writing that batch, and the other goes on.
+        StreamRunElsewhere: another application created this stream's next checkpoint file first
+            (its metadata, or a batch's offsets; on an object store each is created only if
+            absent): this run stopped before writing what would follow, and the other goes on.
         pyspark.errors.StreamingQueryException: a batch failed; the checkpoint keeps the offsets
             of the failed batch, so the next run retries it.
     """
@@ -66,16 +66,16 @@ def run_available_now(
     )
     if partition_by:
         writer = writer.partitionBy(*partition_by)
-    query = writer.start(hadoop_uri(table_uri))
     try:
+        query = writer.start(hadoop_uri(table_uri))  # a new checkpoint's metadata is created here
         query.awaitTermination()
-    except StreamingQueryException as error:
+    except PySparkException as error:  # StreamingQueryException, or Connect's at the start
         if any(mark in str(error) for mark in CONCURRENT_RUN_MARKS):
             raise StreamRunElsewhere(
                 f"The stream {stream} is being run by another Spark application at the same "
-                f"time: that run recorded the stream's next batch in {checkpoint} first. This run "
-                "stopped before writing it, and the other goes on; nothing is lost or written "
-                "twice. Run it again once the other has finished."
+                f"time: that run created the next file of its checkpoint {checkpoint} first. This "
+                "run stopped before writing what would follow, and the other goes on; nothing is "
+                "lost or written twice. Run it again once the other has finished."
             ) from error
         raise
     query_id = str(query.id)
