@@ -82,7 +82,7 @@ def build(target: Path = FIX_JAR) -> Path | None:
             longer matches it (a new pin: check whether the release has the fix).
         subprocess.CalledProcessError: javac refused the patched source.
     """
-    source = patched(_source_jar().read_bytes())
+    source = patched(_source_jar())
     with tempfile.TemporaryDirectory() as work:
         java = Path(work) / PATCHED
         java.parent.mkdir(parents=True)
@@ -90,12 +90,10 @@ def build(target: Path = FIX_JAR) -> Path | None:
         return compile_jar([java], [S3PROXY_JARS_DIR], target)
 
 
-def patched(sources_jar: bytes) -> str:
+def patched(sources_jar: Path) -> str:
     """The patched class's source, out of the release's source jar."""
-    with tempfile.TemporaryFile() as raw:
-        raw.write(sources_jar)
-        with zipfile.ZipFile(raw) as jar:
-            source = jar.read(PATCHED).decode()
+    with zipfile.ZipFile(sources_jar) as jar:
+        source = jar.read(PATCHED).decode()
     for old, new in FIX:
         if source.count(old) != 1:
             raise S3ProxyFixError(

@@ -40,7 +40,7 @@ def free_port(host: str = LOOPBACK) -> int:
     if low is not None and low - SERVICE_PORTS >= 1024:
         for _ in range(100):
             port = random.randrange(low - SERVICE_PORTS, low)
-            if _bindable(host, port):
+            if not port_is_taken(host, port):
                 return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
@@ -53,16 +53,6 @@ def _ephemeral_low() -> int | None:
         return int(EPHEMERAL_PORTS.read_text().split()[0])
     except (OSError, ValueError, IndexError):
         return None
-
-
-def _bindable(host: str, port: int) -> bool:
-    """Whether ``host:port`` can be bound now (nothing listens on it nor holds it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        try:
-            sock.bind((host, port))
-        except OSError:
-            return False
-    return True
 
 
 def port_is_taken(host: str, port: int) -> bool:

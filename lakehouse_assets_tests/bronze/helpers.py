@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import dagster as dg
+from deltalake import DeltaTable
 from pyspark.sql import SparkSession
 
 from lakehouse_assets.constants import BRONZE, SILVER, asset_key
@@ -35,3 +36,10 @@ def bronze_sequence_numbers(spark: SparkSession, resources: dict[str, Any]) -> l
     """The ``seq`` of every row in bronze.bpm, sorted, duplicates kept."""
     rows = resources["lake"].read(spark, BRONZE, TOPIC_BPM).select("value").collect()
     return sorted(json.loads(row.value)["seq"] for row in rows)
+
+
+def delta_rs_sequence_numbers(table: DeltaTable) -> list[int]:
+    """The ``seq`` of every row of a bronze.bpm snapshot read by delta-rs, sorted, duplicates
+    kept: a reader independent of the Spark that wrote it."""
+    values = table.to_pyarrow_table(columns=["value"]).column("value").to_pylist()
+    return sorted(json.loads(value)["seq"] for value in values)

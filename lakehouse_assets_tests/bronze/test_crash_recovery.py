@@ -15,7 +15,6 @@ the object store itself between a batch's data files and its commit.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
 import signal
@@ -34,6 +33,7 @@ from lakehouse_assets.fitness.names import TOPIC_BPM
 from lakehouse_assets_tests.bronze import crash_run
 from lakehouse_assets_tests.bronze.helpers import (
     bronze_sequence_numbers,
+    delta_rs_sequence_numbers,
     heart_rates,
     materialize_bpm,
 )
@@ -199,7 +199,7 @@ def test_a_commit_cut_off_by_the_object_store_stopping_leaves_a_table_read_whole
             # Readable, as of the last version committed: batches 0 to 2, whole, once.
             before = DeltaTable(uri, storage_options=options)
             assert before.version() == 2
-            assert sorted_seqs(before) == list(range(3 * 250))
+            assert delta_rs_sequence_numbers(before) == list(range(3 * 250))
             committed = {Path(uri).name for uri in before.file_uris()}
             assert {f.name for f in table_on_disk.rglob("*.parquet")} - committed  # batch 3's
             produce(servers, TOPIC_BPM, heart_rates(5000, NEW))
@@ -207,12 +207,6 @@ def test_a_commit_cut_off_by_the_object_store_stopping_leaves_a_table_read_whole
             _, errors = rerun.communicate(timeout=600)
             assert rerun.returncode == 0, errors[-3000:]
             after = DeltaTable(uri, storage_options=options)
-            assert sorted_seqs(after) == list(range(5000 + NEW))  # every record, once
+            assert delta_rs_sequence_numbers(after) == list(range(5000 + NEW))  # every record, once
     finally:
         s3.stop()
-
-
-def sorted_seqs(table: DeltaTable) -> list[int]:
-    """The ``seq`` of every row of a bronze.bpm snapshot read by delta-rs, sorted."""
-    values = table.to_pyarrow_table(columns=["value"]).column("value").to_pylist()
-    return sorted(json.loads(value)["seq"] for value in values)
