@@ -26,6 +26,9 @@ class ReadSpec:
     keep_empty_strings: bool = False  # False: an empty string is stored as NULL
     placeholder: str = debezium.PLACEHOLDER  # Debezium's unavailable.value.placeholder
     truncates: bool = False  # a truncate is read (a delete of no key), not rejected
+    # Every record's value kept, not only a reject's: a ``drop`` expectation, judged after the
+    # read, sends valid records to the quarantine, which keeps their bytes.
+    keep_values: bool = False
 
     def leaves(self) -> list[tuple[str, tuple[str, ...], Type]]:
         return list(types.leaves(self.schema, self.flatten, self.separator))

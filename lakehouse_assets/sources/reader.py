@@ -155,8 +155,9 @@ def output_fields(spec: ReadSpec) -> list[tuple[str, pa.DataType]]:
 
 def read_batches(batches: Iterator[pa.RecordBatch], spec: ReadSpec) -> Iterator[pa.RecordBatch]:
     """``mapInArrow``'s function: each batch with the columns of ``output_fields`` added; the
-    ``value`` bytes kept only for the records with a reason (the quarantine keeps them). A batch
-    is read in columns when it can be (``columnar``), else one record at a time."""
+    ``value`` bytes kept only for the records with a reason (the quarantine keeps them), or for
+    every record with ``spec.keep_values``. A batch is read in columns when it can be
+    (``columnar``), else one record at a time."""
     reader = Reader(spec)
     fields = output_fields(spec)
     in_columns = columnar.readable(spec.schema, spec.format)
@@ -177,7 +178,8 @@ def _read_records(
     keys = batch.column("key").to_pylist()
     offsets = batch.column("offset").to_pylist()
     rows = [reader.read(*record) for record in zip(values, keys, offsets, strict=True)]
-    kept = [v if row[REASON] is not None else None for v, row in zip(values, rows, strict=True)]
+    keep = [reader.spec.keep_values or row[REASON] is not None for row in rows]
+    kept = [value if k else None for value, k in zip(values, keep, strict=True)]
     columns = {"value": pa.array(kept, pa.binary())}  # in its place: Spark reads by position
     for name, kind in fields:
         default = False if name in (DELETED, SKIPPED) else None
@@ -192,7 +194,9 @@ def _read_columns(
     fields: list[tuple[str, pa.DataType]],
 ) -> dict[str, pa.Array]:
     rows = batch.num_rows
-    columns = {"value": pa.nulls(rows, pa.binary())}  # no record has a reason
+    # No record has a reason: its value is kept only for a drop expectation's quarantine.
+    kept = batch.column("value") if spec.keep_values else pa.nulls(rows, pa.binary())
+    columns = {"value": kept}
     for (column, _, _), values in zip(spec.leaves(), read.leaves, strict=True):
         columns[column] = values
     columns[REASON], columns[ISSUES] = pa.nulls(rows, pa.string()), pa.nulls(rows, pa.string())
