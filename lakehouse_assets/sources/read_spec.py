@@ -26,8 +26,8 @@ class ReadSpec:
     keep_empty_strings: bool = False  # False: an empty string is stored as NULL
     placeholder: str = debezium.PLACEHOLDER  # Debezium's unavailable.value.placeholder
     truncates: bool = False  # a truncate is read (a delete of no key), not rejected
-    # Every record's value kept, not only a reject's: a ``drop`` expectation, judged after the
-    # read, sends valid records to the quarantine, which keeps their bytes.
+    # Every record's value kept, not only a reject's: some records the reader accepts go to the
+    # quarantine afterwards (``reading.rejects_after_reading``), which keeps their bytes.
     keep_values: bool = False
 
     def leaves(self) -> list[tuple[str, tuple[str, ...], Type]]:

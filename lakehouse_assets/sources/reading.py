@@ -81,8 +81,16 @@ def read_spec(source: SourceDeclaration, schema: Schema) -> ReadSpec:
         avsc=avsc, avro_framing=source.avro_framing, separator=source.separator,
         keep_empty_strings=source.keeps_empty_strings,
         placeholder=source.unavailable_value_placeholder, truncates=source.truncate == "apply",
-        keep_values=any(e.on_violation == "drop" for e in source.expectations),
+        keep_values=rejects_after_reading(source),
     )  # fmt: skip
+
+
+def rejects_after_reading(source: SourceDeclaration) -> bool:
+    """Whether a record the reader accepts may still go to the quarantine, which keeps its
+    bytes: by a ``drop`` expectation, or (``cdc-scd2``) by an order value of another kind than
+    ``valid_from`` holds."""
+    drops = any(expectation.on_violation == "drop" for expectation in source.expectations)
+    return drops or source.mode == "cdc-scd2"
 
 
 def _avsc(source: SourceDeclaration) -> dict[str, Any]:
@@ -92,8 +100,8 @@ def _avsc(source: SourceDeclaration) -> dict[str, Any]:
 def read_records(changes: DataFrame, spec: ReadSpec, carry: Sequence[str] = ()) -> DataFrame:
     """Bronze changes read on the executors (``reader.read_batches``): the typed columns of the
     schema, ``reason``, ``_issues``, ``_deleted``, ``_skipped`` (and ``_op``, ``_sequence`` for
-    Debezium), the value's bytes kept for rejected records only (for every record when the
-    source has a ``drop`` expectation); and the ``carry`` columns."""
+    Debezium), the value's bytes kept for rejected records only (for every record when
+    ``spec.keep_values``); and the ``carry`` columns."""
     read = [*READ_COLUMNS, *carry]
     narrow = changes.select(*[c for c in read if c in changes.columns])
     added = StructType(
