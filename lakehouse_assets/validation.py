@@ -65,12 +65,21 @@ def _variant_type(path: str) -> Column:
     return F.expr(f"schema_of_variant(variant_get(_variant, '{path}'))")
 
 
-def _has_kind(variant_type: Column, kind: Kind) -> Column:
-    if kind == "integer":
-        return variant_type == "BIGINT"
-    if kind == "number":
-        return variant_type.isin("BIGINT", "DOUBLE", "FLOAT") | variant_type.startswith("DECIMAL")
+def _has_kind(variant_type: Column, field: JsonField) -> Column:
+    number = variant_type.isin("BIGINT", "DOUBLE", "FLOAT") | variant_type.startswith("DECIMAL")
+    if field.kind == "integer":
+        # The variant holds an integer beyond a bigint as a decimal (as it holds 3.0) or, beyond
+        # 38 digits, a double (as 1e3): the record's text tells a JSON integer apart.
+        return (variant_type == "BIGINT") | (number & _integer_text(field))
+    if field.kind == "number":
+        return number
     return variant_type == "STRING"
+
+
+def _integer_text(field: JsonField) -> Column:
+    """Whether the field's value is written as a JSON integer: digits, no fraction or exponent."""
+    written = F.get_json_object(_text(F.col("value")), field.json_path)
+    return written.rlike("^-?[0-9]+$")
 
 
 def _text(raw: Column) -> Column:
@@ -97,11 +106,12 @@ def _json_checks(fields: Sequence[JsonField]) -> list[tuple[Column, str]]:
         present = variant_type.isNotNull() & (variant_type != "VOID")
         if field.empty_is_null:
             present &= F.coalesce(_as_text(field) != "", F.lit(True))
-        right_kind = _has_kind(variant_type, field.kind)
+        right_kind = _has_kind(variant_type, field)
         if field.required:
             checks.append((~present, f"missing {field.name}"))
         checks.append((present & ~right_kind, f"wrong type {field.name}"))
-        # A number of the right kind that its column cannot hold (beyond decimal(20,6)).
+        # A number of the right kind that its column cannot hold (beyond a bigint or a
+        # decimal(20,6), at either end).
         checks.append((present & right_kind & _typed(field).isNull(), f"out of range {field.name}"))
         if field.allowed:
             checks.append(
@@ -184,7 +194,9 @@ def parse_csv(rows: DataFrame, columns: Sequence[str], numeric: Collection[str])
         value = F.trim(F.col(column))
         checks.append((value.isNull() | (value == ""), f"missing {column}"))
         if column in numeric:
-            checks.append((value.try_cast("bigint").isNull(), f"wrong type {column}"))
+            unfit, integer = value.try_cast("bigint").isNull(), value.rlike("^[+-]?[0-9]+$")
+            checks.append((unfit & ~integer, f"wrong type {column}"))
+            checks.append((unfit, f"out of range {column}"))  # an integer beyond a bigint
     checked = parsed.withColumn(REASON, first_failure(checks)).withColumnRenamed("line", "raw")
     return checked.select(
         *[F.trim(F.col(c)).try_cast("bigint").alias(c) if c in numeric else c for c in columns],

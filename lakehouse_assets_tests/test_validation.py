@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+
+import pytest
 from pyspark.sql import DataFrame, SparkSession
 
 from lakehouse_assets.fitness.silver.transforms import (
@@ -9,7 +12,7 @@ from lakehouse_assets.fitness.silver.transforms import (
     parse_user_info,
     parse_workout,
 )
-from lakehouse_assets.validation import kafka_quarantine
+from lakehouse_assets.validation import JsonField, kafka_quarantine, parse_csv, parse_json
 
 KAFKA = "topic string, partition int, offset long, key binary, value binary, ingested_at timestamp"
 
@@ -77,8 +80,57 @@ def test_a_number_its_column_cannot_hold_is_rejected_not_nulled(spark: SparkSess
               base.replace('"user_id": 1', '"user_id": 9223372036854775808') + "5}"]  # fmt: skip
     parsed = parse_workout(kafka_rows(spark, values))
     assert reasons(parsed) == [None, "out of range timestamp", "out of range timestamp",
-                               "wrong type user_id"]  # fmt: skip
+                               "out of range user_id"]  # fmt: skip
     assert str(parsed.orderBy("offset").first().timestamp) == "99999999999999.999999"
+
+
+BIGGEST, DIGITS_41 = 2**63 - 1, "1" + "0" * 40  # a bigint's largest; beyond any decimal(38)
+
+
+@pytest.mark.parametrize(
+    ("value", "reason", "typed"),
+    [
+        # integer: a bigint, -2**63 to 2**63 - 1 (docs/sources.md, "Declared fields")
+        (f'{{"n": {BIGGEST}}}', None, BIGGEST),
+        (f'{{"n": {-BIGGEST - 1}}}', None, -BIGGEST - 1),
+        (f'{{"n": {BIGGEST + 1}}}', "out of range n", None),
+        (f'{{"n": {-BIGGEST - 2}}}', "out of range n", None),
+        (f'{{"n": {DIGITS_41}}}', "out of range n", None),
+        (f'{{"n": -{DIGITS_41}}}', "out of range n", None),
+        ('{"n": 3.0}', "wrong type n", None),  # JSON integers only
+        ('{"n": 1e3}', "wrong type n", None),
+        ('{"n": 1e40}', "wrong type n", None),
+        # number: a decimal(20,6), 14 integer digits, six decimal places rounded half up
+        ('{"x": 99999999999999.9999994}', None, Decimal("99999999999999.999999")),
+        ('{"x": -99999999999999.9999994}', None, Decimal("-99999999999999.999999")),
+        ('{"x": 99999999999999.9999995}', "out of range x", None),  # rounds to 15 digits
+        ('{"x": 100000000000000}', "out of range x", None),
+        ('{"x": -100000000000000}', "out of range x", None),
+        (f'{{"x": {BIGGEST + 1}}}', "out of range x", None),
+        ('{"x": -1.5e40}', "out of range x", None),
+    ],
+)
+def test_a_json_value_beyond_its_column_at_either_end_is_out_of_range(
+    spark: SparkSession, value: str, reason: str | None, typed: object
+) -> None:
+    fields = [JsonField("n", "integer", required=False), JsonField("x", "number", required=False)]
+    [row] = parse_json(kafka_rows(spark, [value]), fields).collect()
+    assert row.reason == reason
+    if reason is None:
+        assert (row.n if '"n"' in value else row.x) == typed
+
+
+def test_a_csv_integer_beyond_a_bigint_at_either_end_is_out_of_range(spark: SparkSession) -> None:
+    texts = [str(BIGGEST), str(-BIGGEST - 1), str(BIGGEST + 1), str(-BIGGEST - 2), DIGITS_41, "1.5"]
+    rows = spark.createDataFrame(
+        [(text.encode(), "a.csv", None) for text in texts],
+        "line binary, source_file string, ingested_at timestamp",
+    )
+    parsed = parse_csv(rows, ["n"], {"n"}).collect()
+    assert [(r.n, r.reason) for r in parsed] == [
+        (BIGGEST, None), (-BIGGEST - 1, None), (None, "out of range n"), (None, "out of range n"),
+        (None, "out of range n"), (None, "wrong type n"),
+    ]  # fmt: skip
 
 
 def test_workout_action_must_be_known(spark: SparkSession) -> None:

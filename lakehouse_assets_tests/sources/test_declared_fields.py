@@ -86,7 +86,7 @@ def test_an_append_source_types_its_declared_fields_and_quarantines_by_the_first
         (2, "wrong type device_id"), (3, "missing device_id"), (4, "unknown action"),
         (5, "malformed json"), (6, "no value (tombstone)"), (7, "missing action"),
         (9, "missing device_id"), (10, "malformed json"), (12, "out of range at"),
-        (13, "wrong type device_id"),
+        (13, "out of range device_id"),
     ]  # fmt: skip
     assert checks(result) == {
         "primary_key_unique": True, "primary_key_not_null": True, "accepted_action": True,
