@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import ValidationError
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,24 @@ class DeclarationError:
         return f"{self.file}:{self.line}{where}: {self.message}"
 
 
+# pydantic's words for a value of the wrong kind, by error type, in a YAML file editor's.
+PLAIN = {
+    "missing": "is required",
+    "string_type": "must be text",
+    "string_too_short": "must not be empty",
+    "int_type": "must be a whole number",
+    "int_parsing": "must be a whole number",
+    "int_from_float": "must be a whole number",
+    "bool_type": "must be true or false",
+    "bool_parsing": "must be true or false",
+    "tuple_type": "must be a list, such as [a, b]",
+    "list_type": "must be a list, such as [a, b]",
+    "dict_type": "must be a mapping, such as {name: value}",
+    "model_type": "must be a mapping of fields, such as {name: value}",
+    "model_attributes_type": "must be a mapping of fields, such as {name: value}",
+}
+
+
 class InvalidDeclaration(ValueError):
     """A declaration file that does not validate."""
 
@@ -33,10 +52,71 @@ class InvalidDeclaration(ValueError):
         self.errors = list(errors)
 
 
+def named_twice(columns: Sequence[str]) -> str | None:
+    """What is wrong with a list of ``columns`` that names one twice, compared regardless of
+    case as Spark compares column names; None when each is named once."""
+    for n, column in enumerate(columns):
+        earlier = next((c for c in columns[:n] if c.lower() == column.lower()), None)
+        if earlier == column:
+            return f"names the column {column!r} twice"
+        if earlier is not None:
+            return (
+                f"names the column {earlier!r} twice, as {earlier!r} and {column!r}: column "
+                "names compare regardless of case, as in Spark"
+            )
+    return None
+
+
+def read_document(path: Path) -> tuple[yaml.Node, dict[str, Any]]:
+    """The YAML document of the declaration file ``path``: its nodes (their lines), its data.
+
+    Raises:
+        InvalidDeclaration: it is not YAML, not a mapping, or gives a field twice.
+    """
+    text = path.read_text()
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        line = mark.line + 1 if mark else 1
+        problem = getattr(error, "problem", None) or str(error)
+        where = f" (column {mark.column + 1})" if mark else ""
+        raise InvalidDeclaration(
+            [DeclarationError(path, line, "", f"not YAML: {problem}{where}")]
+        ) from None
+    if not isinstance(data, dict) or node is None:
+        raise InvalidDeclaration([DeclarationError(path, 1, "", "must be a mapping of fields")])
+    repeated = [
+        DeclarationError(path, line, field, f"is given twice ({where}): keep one")
+        for field, first, line in repeated_fields(node)
+        for where in [f"line {line}" if first == line else f"lines {first} and {line}"]
+    ]
+    if repeated:
+        raise InvalidDeclaration(repeated)
+    return node, data
+
+
 def lines_of(path: Path) -> dict[tuple[Any, ...], int]:
     """The line of each field of a (valid YAML) declaration file."""
     node = yaml.compose(path.read_text(), Loader=yaml.SafeLoader)
     return dict(field_lines(node)) if node is not None else {}
+
+
+def validation_errors(
+    path: Path, lines: dict[tuple[Any, ...], int], error: ValidationError, known: Iterable[str]
+) -> list[DeclarationError]:
+    """pydantic's errors of a declaration, each on its value's line, in words for the person
+    editing the file (``known``: the fields a declaration has). A list too short because its
+    items are wrong is not reported besides them."""
+    found = error.errors()
+    wrong_items = [e["loc"] for e in found if e["type"] != "too_short"]
+    return [
+        field_error(path, lines, e["loc"], e["msg"], e["type"], known, e.get("ctx") or {})
+        for e in found
+        if e["type"] != "too_short"
+        or not any(loc[: len(e["loc"])] == e["loc"] for loc in wrong_items)
+    ]
 
 
 def field_error(
@@ -46,6 +126,7 @@ def field_error(
     msg: str,
     kind: str = "",
     known: Iterable[str] = (),
+    ctx: dict[str, Any] | None = None,
 ) -> DeclarationError:
     """The error of the value at ``loc`` (a pydantic location), on that value's line, in words
     for the person editing the file (``known``: the fields a declaration has)."""
@@ -55,9 +136,39 @@ def field_error(
         msg = f"unknown field; a declaration has {', '.join(known)}"
     elif kind == "extra_forbidden":
         msg = "unknown field"
-    elif kind == "literal_error":
-        msg = msg.replace("Input should be", "must be")
-    return DeclarationError(path, line, field, msg.removeprefix("Value error, "))
+    else:
+        msg = _plain(kind, msg, ctx or {})
+    return DeclarationError(path, line, field, msg)
+
+
+def _plain(kind: str, msg: str, ctx: dict[str, Any]) -> str:
+    """pydantic's message of an error of type ``kind`` in words for a YAML file's editor."""
+    if kind in PLAIN:
+        return PLAIN[kind]
+    if kind == "too_short":
+        least = ctx.get("min_length", 1)
+        return "must not be empty" if least == 1 else f"must hold at least {least} items"
+    if kind == "greater_than":
+        return f"must be greater than {ctx.get('gt')}"
+    if kind == "greater_than_equal":
+        return f"must be {ctx.get('ge')} or more"
+    return msg.replace("Input should be", "must be").removeprefix("Value error, ")
+
+
+def repeated_fields(node: yaml.Node, loc: tuple[Any, ...] = ()) -> Iterator[tuple[str, int, int]]:
+    """``(dotted field, first line, next line)`` of each field a YAML mapping gives twice (a
+    YAML loader keeps the last silently)."""
+    if isinstance(node, yaml.MappingNode):
+        first: dict[Any, int] = {}
+        for key, value in node.value:
+            line = key.start_mark.line + 1
+            if key.value in first:
+                yield ".".join(str(part) for part in (*loc, key.value)), first[key.value], line
+            first.setdefault(key.value, line)
+            yield from repeated_fields(value, (*loc, key.value))
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            yield from repeated_fields(item, (*loc, index))
 
 
 def rule_error(

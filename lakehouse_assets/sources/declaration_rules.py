@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from lakehouse_assets.constants import QUARANTINE_SUFFIX, REPLAYS_SUFFIX
-from lakehouse_assets.sources.declaration_errors import DeclarationError, lines_of
+from lakehouse_assets.sources.declaration_errors import DeclarationError, lines_of, named_twice
 from lakehouse_assets.sources.declarations import (
     CDC_MODES,
     LANDING,
@@ -37,6 +37,7 @@ def rule_errors(declaration: SourceDeclaration) -> Iterator[tuple[str, str]]:
         yield "truncate", "'apply' empties a table of keyed changes: mode cdc-scd1 or cdc-scd2"
     if declaration.mode == "latest-per-key" and declaration.keys and not declaration.fields:
         yield "keys", "latest-per-key keys rows by the Kafka key: leave 'keys' out"
+    yield from _columns_once(declaration)
     if declaration.fields:
         yield from field_errors(
             declaration.fields, declaration.format, declaration.mode, declaration.keys,
@@ -66,6 +67,15 @@ def rule_errors(declaration: SourceDeclaration) -> Iterator[tuple[str, str]]:
     )
     if declaration.mode == "append" and declaration.order_by != OFFSET:
         yield "order_by", "an append source keeps every record: 'order_by' does not apply"
+
+
+def _columns_once(declaration: SourceDeclaration) -> Iterator[tuple[str, str]]:
+    """The lists of columns that name one twice (``date(at)`` is the column ``at_date``)."""
+    partitions = [column for column, _ in declaration.partition_columns]
+    for field, columns in (("keys", declaration.keys), ("partition_by", partitions)):
+        twice = named_twice(columns)
+        if twice is not None:
+            yield field, twice
 
 
 def named_once(

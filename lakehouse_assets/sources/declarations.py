@@ -36,17 +36,17 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Annotated, Literal
 
-import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from lakehouse_assets.constants import BRONZE, QUARANTINE_SUFFIX, SILVER
 from lakehouse_assets.sources.declaration_errors import (
     DeclarationError,
     InvalidDeclaration,
-    field_error,
     field_lines,
     lines_of,
+    read_document,
     rule_error,
+    validation_errors,
 )
 from lakehouse_assets.sources.expectation_declarations import (
     DeclaredExpectation,
@@ -221,16 +221,7 @@ def load_declaration(path: Path) -> SourceDeclaration:
     Raises:
         InvalidDeclaration: the file is not YAML, or does not declare a valid source.
     """
-    text = path.read_text()
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        line = mark.line + 1 if mark else 1
-        raise InvalidDeclaration([DeclarationError(path, line, "", f"not YAML: {error}")]) from None
-    if not isinstance(data, dict) or node is None:
-        raise InvalidDeclaration([DeclarationError(path, 1, "", "must be a mapping of fields")])
+    node, data = read_document(path)
     lines = dict(field_lines(node))
     data.setdefault("name", path.stem)
     if isinstance(data.get("avro_schema"), str):  # relative to the declaration
@@ -238,12 +229,7 @@ def load_declaration(path: Path) -> SourceDeclaration:
     try:
         declaration = SourceDeclaration.model_validate(data)
     except ValidationError as error:
-        raise InvalidDeclaration(
-            [
-                field_error(path, lines, e["loc"], e["msg"], e["type"], FIELDS)
-                for e in error.errors()
-            ]
-        ) from None
+        raise InvalidDeclaration(validation_errors(path, lines, error, FIELDS)) from None
     from lakehouse_assets.sources.declaration_rules import rule_errors  # it reads the model
 
     problems = [rule_error(path, lines, f, msg) for f, msg in rule_errors(declaration)]

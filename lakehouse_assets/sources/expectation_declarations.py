@@ -17,17 +17,7 @@ import re
 from collections.abc import Collection, Iterator, Sequence
 from typing import TYPE_CHECKING, Annotated
 
-import sqlglot
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    StringConstraints,
-    field_validator,
-    model_validator,
-)
-from sqlglot import exp
-from sqlglot.errors import ErrorLevel, ParseError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from lakehouse_assets.checks.expectations import Action, Expectation, ExpectationError
 from lakehouse_assets.checks.reconciliation import RECONCILED_WITH_BRONZE
@@ -37,62 +27,38 @@ from lakehouse_assets.checks.rules import (
     PRIMARY_KEY_NOT_NULL,
     PRIMARY_KEY_UNIQUE,
 )
+from lakehouse_assets.sources.check_sql import check_columns
+from lakehouse_assets.sources.declaration_errors import named_twice
 from lakehouse_assets.sources.field_declarations import Name
 
 if TYPE_CHECKING:  # the declaration holds its expectations
     from lakehouse_assets.sources.declarations import SourceDeclaration
 
 TABLE = re.compile(r"(bronze|silver|gold)\.[a-z][a-z0-9_]*")
+COLUMN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _column(value: str) -> str:
+    if not COLUMN.fullmatch(value):
+        raise ValueError("must be a column name: letters, digits and _, not starting with a digit")
+    return value
+
+
+def _once(columns: tuple[str, ...]) -> tuple[str, ...]:
+    twice = named_twice(columns)
+    if twice is not None:
+        raise ValueError(twice)
+    return columns
+
+
 # A column named by ``unique`` or ``references``: the table's own (``_kafka_offset`` too).
-ColumnName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
+ColumnName = Annotated[str, AfterValidator(_column)]
+Columns = Annotated[tuple[ColumnName, ...], AfterValidator(_once)]  # each named once
 KINDS = ("check", "unique", "references", "row_count")
 # The names of the checks a table has anyway (and ``accepted_<field>``).
 BUILT_IN_CHECKS = (
     PRIMARY_KEY_UNIQUE, PRIMARY_KEY_NOT_NULL, NOT_EMPTY, RECONCILED_WITH_BRONZE, ONE_CURRENT_VERSION
 )  # fmt: skip
-
-
-# Functions a check may not call: a verdict that changes between reads (the quarantine and
-# the table would disagree), or one that is not of a single row. sqlglot knows some by class.
-NOT_OF_ONE_ROW = (exp.AggFunc, exp.Window, exp.Explode, exp.Rand, exp.Uuid,
-                  exp.CurrentTimestamp, exp.CurrentDate)  # fmt: skip
-NOT_OF_ONE_ROW_NAMES = {
-    "every", "some", "any", "bool_and", "bool_or", "count_if", "explode", "explode_outer",
-    "posexplode", "posexplode_outer", "inline", "inline_outer", "stack", "now", "random",
-    "randn", "rand", "uuid", "current_timestamp", "current_date", "localtimestamp",
-    "monotonically_increasing_id", "spark_partition_id", "input_file_name",
-}  # fmt: skip
-# What a check may not be as a whole: a value, not a condition, or a statement.
-NOT_A_CONDITION = (exp.Column, exp.Literal, exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod,
-                   exp.Command, exp.Drop, exp.Create, exp.Insert, exp.Delete, exp.Update,
-                   exp.Alter, exp.Query)  # fmt: skip
-
-
-def check_columns(check: str) -> set[str]:
-    """The columns a ``check`` reads (of a nested one, its top column).
-
-    Raises:
-        ValueError: it is not one Spark SQL condition of a single row, the same on every read.
-    """
-    try:
-        statements = sqlglot.parse(check, dialect="spark", error_level=ErrorLevel.RAISE)
-    except ParseError as error:
-        first = str(error).splitlines()[0]
-        raise ValueError(f"is not a Spark SQL condition: {first}") from None
-    if len(statements) != 1 or statements[0] is None:
-        raise ValueError("must be one Spark SQL condition, not several statements")
-    condition = statements[0]
-    if isinstance(condition, NOT_A_CONDITION):
-        raise ValueError("must be a condition (true or false for a row), such as kwh >= 0")
-    if any(condition.find_all(exp.Select, exp.Subquery)):
-        raise ValueError("is a condition of one row: it cannot query a table")
-    called = {f.name.lower() for f in condition.find_all(exp.Anonymous)}
-    if any(condition.find_all(*NOT_OF_ONE_ROW)) or called & NOT_OF_ONE_ROW_NAMES:
-        raise ValueError(
-            "is a condition of one row, the same on every read: no aggregate, window, "
-            "generator, random or current-time function"
-        )
-    return {column.parts[0].name for column in condition.find_all(exp.Column)}
 
 
 class References(BaseModel):
@@ -102,7 +68,7 @@ class References(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     table: str = Field(description="<layer>.<table>, e.g. silver.meters.")
-    columns: tuple[ColumnName, ...] = Field(min_length=1, description="Looked up together.")
+    columns: Columns = Field(min_length=1, description="Looked up together.")
 
     @field_validator("table")
     @classmethod
@@ -137,7 +103,7 @@ class DeclaredExpectation(BaseModel):
 
     name: Name = Field(description="The asset check's name; unique in the declaration.")
     check: str | None = Field(default=None, description="A Spark SQL condition of each row.")
-    unique: tuple[ColumnName, ...] = Field(default=(), description="Columns no two rows share.")
+    unique: Columns = Field(default=(), description="Columns no two rows share.")
     references: References | None = Field(default=None, description="Values found elsewhere.")
     row_count: RowCount | None = Field(default=None, description="Bounds on the table's rows.")
     on_violation: Action = Field(
@@ -201,8 +167,6 @@ def expectation_errors(
             )
         if record_columns is None or table_columns is None:
             continue
-        if len(set(expectation.unique)) != len(expectation.unique):
-            yield f"expectations.{n}.unique", "names a column twice"
         for kind, columns, known in _named_columns(expectation, record_columns, table_columns):
             lower = {column.lower() for column in known}  # Spark's names ignore case
             for column in sorted(c for c in set(columns) if c.lower() not in lower):

@@ -84,6 +84,9 @@ class Locations(BaseModel):
         for level in value:
             if not TABLE.fullmatch(level):
                 raise ValueError(f"{level!r} is not a name: lower case letters, digits and _")
+        if len(set(value)) < len(value):  # each gives a column <level>_id
+            twice = next(level for n, level in enumerate(value) if level in value[:n])
+            raise ValueError(f"names the level {twice!r} twice")
         return value
 
     @property

@@ -3,6 +3,7 @@ other files still load."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -114,6 +115,49 @@ def test_an_invalid_declaration_is_reported_with_its_file_line_and_field(
     assert (error.file, error.line, error.field) == (path, line, field)
     assert words in error.message
     assert str(error).startswith(f"{path}:{line}")
+
+
+# What a refusal never says: pydantic's or PyYAML's own words.
+NOT_OURS = re.compile(r"Input should|Field required|valid tuple|instance of|String should|\n")
+CDC = "topic: a\nformat: debezium-json\nmode: cdc-scd1\n"
+LOCATIONS = "  locations: {topic: l, levels: [state, district, state]}\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "field", "words"),
+    [
+        ("topic: 5\n", 1, "topic", "must be text"),
+        ("topic: a\nsample_size: many\n", 2, "sample_size", "must be a whole number"),
+        ("topic: a\nflatten: maybe\n", 2, "flatten", "must be true or false"),
+        ("topic: a\nkeys: id\n", 2, "keys", "must be a list, such as [a, b]"),
+        ("topic: a\nfields:\n  - {name: x}\n", 3, "fields.0.type", "is required"),
+        ("topic: a\nfields:\n  - x\n", 3, "fields.0", "must be a mapping of fields"),
+        ("topic: a\nunavailable_value_placeholder: ''\n", 2, "unavailable_value_placeholder",
+         "must not be empty"),
+        (ROUTE + "routing:\n  documents: {}\n", 4, "routing.documents", "must not be empty"),
+        ("topic: a\ntopic: b\n", 2, "topic", "is given twice (lines 1 and 2): keep one"),
+        ("topic: a\n\tflatten: true\n", 2, "", "not YAML: found character '\\t'"),
+        # Columns named twice, compared regardless of case as Spark compares them.
+        (CDC + "keys: [id, ID]\n", 4, "keys", "names the column 'id' twice, as 'id' and 'ID'"),
+        (CDC + "keys: [id, id]\n", 4, "keys", "names the column 'id' twice"),
+        ("topic: a\npartition_by: [country, country]\n", 2, "partition_by", "'country' twice"),
+        ("topic: a\npartition_by: [at_date, date(at)]\n", 2, "partition_by", "'at_date' twice"),
+        ("topic: a\nmode: latest-per-key\nkeys: [n, n]\nfields:\n  - {name: n, type: integer}\n",
+         3, "keys", "names the column 'n' twice"),
+        (ROUTE + "routing:\n" + DOCUMENTS + LOCATIONS, 5, "routing.locations.levels",
+         "names the level 'state' twice"),
+    ],
+)  # fmt: skip
+def test_a_wrong_value_is_refused_saying_what_is_wrong(
+    tmp_path: Path, text: str, line: int, field: str, words: str
+) -> None:
+    path = write(tmp_path, "bad.yaml", text)
+    with pytest.raises(InvalidDeclaration) as raised:
+        load_declaration(path)
+    [error] = raised.value.errors
+    assert (error.line, error.field) == (line, field)
+    assert words in error.message
+    assert not NOT_OURS.search(error.message), error.message
 
 
 def test_an_invalid_file_does_not_keep_the_others_from_loading(tmp_path: Path) -> None:

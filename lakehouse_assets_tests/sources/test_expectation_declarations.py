@@ -3,6 +3,8 @@ file, line and dotted field."""
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import pytest
@@ -91,6 +93,81 @@ def test_a_wrong_expectation_is_refused_with_its_file_line_and_field(
         load_declaration(path)
     assert [(e.file, e.line, e.field) for e in raised.value.errors] == [(path, line, field)]
     assert words in raised.value.errors[0].message
+
+
+# What a refusal never says: Python's, pydantic's or sqlglot's own words.
+NOT_OURS = re.compile(
+    r"<class|unpack|Required keyword|Invalid expression|Error tokenizing|Input should|"
+    r"Field required|valid tuple|instance of|String should|Tuple should"
+)
+
+
+@pytest.mark.parametrize(
+    ("check", "words"),
+    [
+        ("", "is empty: write a condition of each row"),
+        ("   ", "is empty"),
+        ("-- only a comment", "is empty"),
+        ("(kwh > 0", "the '(' at column 1 has no ')'"),
+        ("kwh > 0)", "the ')' at column 8 closes nothing"),
+        ("(kwh > 0) AND (site = 'x'", "the '(' at column 15 has no ')'"),
+        ("site = 'north", "the quote ' at column 8 is not closed"),
+        ("kwh >= ", "incomplete at '>=' (column 5)"),
+        ("kwh > 0 AND", "incomplete at 'AND' (column 9)"),
+        ("kwh BETWEEN 1", "BETWEEN needs AND and an upper bound"),
+        ("kwh > 0 ORDER BY kwh", "'ORDER BY' (column 9) is not expected there"),
+        ("kwh > 0 garbage", "has 'garbage' after the condition 'kwh > 0'"),
+        ("kwh > 0;", "has a ';'"),
+        ("kwh >= $1", "parameter marker"),
+        ("upper(site)", "is of type string, not a condition"),
+        ("if(kwh > 0, 1, 0)", "not a condition"),
+        ("NULL", "must be a condition"),
+        ("kwhh > 0", "names the column 'kwhh', which the table does not have"),
+    ],
+)
+def test_a_check_that_is_not_one_condition_is_refused_saying_what_is_wrong(
+    tmp_path: Path, check: str, words: str
+) -> None:
+    path = write(tmp_path, "meters.yaml", f"{METERS}  - {{name: a, check: {json.dumps(check)}}}\n")
+    with pytest.raises(InvalidDeclaration) as raised:
+        load_declaration(path)
+    [error] = raised.value.errors
+    assert (error.line, error.field) == (10, "expectations.0.check")
+    assert words in error.message
+    assert not NOT_OURS.search(error.message), error.message
+
+
+@pytest.mark.parametrize(
+    ("entry", "field", "words"),
+    [
+        ("{name: a, unique: [meter_id, METER_ID]}", "expectations.0.unique",
+         "names the column 'meter_id' twice, as 'meter_id' and 'METER_ID'"),
+        ("{name: a, unique: [Quarter, quarter]}", "expectations.0.unique",
+         "regardless of case"),
+        ("{name: a, references: {table: silver.users, columns: [meter_id, Meter_Id]}}",
+         "expectations.0.references.columns", "names the column 'meter_id' twice"),
+        ("{name: a, references: {table: silver.users, columns: [meter_id, meter_id]}}",
+         "expectations.0.references.columns", "names the column 'meter_id' twice"),
+        ("{name: a, unique: [1st]}", "expectations.0.unique.0", "must be a column name"),
+        ("{name: a, references: {table: silver.users, columns: []}}",
+         "expectations.0.references.columns", "must not be empty"),
+        ("{name: a, row_count: {min: -1}}", "expectations.0.row_count.min", "must be 0 or more"),
+        ("{name: a, row_count: 5}", "expectations.0.row_count", "must be a mapping"),
+        ("{name: a, check: 5}", "expectations.0.check", "must be text"),
+        ("{check: kwh > 0}", "expectations.0.name", "is required"),
+        ("{name: a, check: kwh > 0, name: b}", "expectations.0.name", "is given twice (line 10)"),
+    ],
+)  # fmt: skip
+def test_a_wrong_entry_is_refused_in_words_once(
+    tmp_path: Path, entry: str, field: str, words: str
+) -> None:
+    path = write(tmp_path, "meters.yaml", f"{METERS}  - {entry}\n")
+    with pytest.raises(InvalidDeclaration) as raised:
+        load_declaration(path)
+    [error] = raised.value.errors  # a list whose items are wrong is not also "too short"
+    assert (error.line, error.field) == (10, field)
+    assert words in error.message
+    assert not NOT_OURS.search(error.message), error.message
 
 
 def test_two_expectations_of_one_name_are_refused(tmp_path: Path) -> None:
