@@ -24,15 +24,16 @@ if TYPE_CHECKING:
     from resources import LakeResource
 
 
-def migrate() -> None:
+def migrate(verbose: bool = False) -> None:
     """Take over a lake written by earlier versions (see ``lakehouse_assets.migrations``), on the
     configured lake and Spark: check every table with Delta Lake for Spark, upgrade the tables of
-    earlier layouts, carry the streams' markers over, rebuild the tables whose rule changed."""
+    earlier layouts, carry the streams' markers over, rebuild the tables whose rule changed.
+    ``verbose``: a local Spark prints its log."""
     from lakehouse_assets import migrations
     from lakehouse_assets.fitness.upgrades import UPGRADES
     from resources import build_resources
 
-    resources = build_resources()
+    resources = build_resources(quiet=not verbose)
     lake = resources["lake"]
     object_store.check_root(lake.root_uri)
     spark = resources["spark"].get_session()
@@ -47,6 +48,8 @@ def migrate() -> None:
                   f"version {version})")  # fmt: skip
     except migrations.MigrationError as error:
         sys.exit(str(error))
+    for schema, old, new in migrations.relocate_schemas(resources["spark"].metastore, lake):
+        print(f"{schema}: kept in {new} in the catalog, no longer in {old}")
     for name in migrations.register_tables(spark, lake):
         print(f"{name}: registered in the catalog")
     for table, batch in migrations.carry_stream_markers(spark, lake).items():
@@ -56,14 +59,15 @@ def migrate() -> None:
     print("The lake is up to date with this version.")
 
 
-def sql(query: str, max_rows: int) -> None:
+def sql(query: str, max_rows: int, verbose: bool = False) -> None:
     """Run ``query`` on the configured Spark (the Connect server of ``SPARK_REMOTE``, else a
-    local one on ``LAKEHOUSE_METASTORE``) and print its first ``max_rows`` rows as a table."""
+    local one on ``LAKEHOUSE_METASTORE``) and print its first ``max_rows`` rows as a table.
+    ``verbose``: a local Spark prints its log."""
     from pyspark.errors import PySparkException
 
     from resources import build_resources
 
-    spark = build_resources()["spark"].get_session()
+    spark = build_resources(quiet=not verbose)["spark"].get_session()
     try:
         spark.sql(query).show(max_rows, truncate=False)
     except PySparkException as error:
@@ -123,13 +127,14 @@ def sources() -> None:
         sys.exit("\n".join(str(error) for error in errors))
 
 
-def profile(layer: str, table: str) -> None:
-    """Print the column profile of ``<layer>.<table>`` (and keep it in its profiles table)."""
+def profile(layer: str, table: str, verbose: bool = False) -> None:
+    """Print the column profile of ``<layer>.<table>`` (and keep it in its profiles table).
+    ``verbose``: a local Spark prints its log."""
     from lakehouse_assets.profiling.report import format_profile
     from lakehouse_assets.profiling.store import take_profile
     from resources import build_resources
 
-    resources = build_resources()
+    resources = build_resources(quiet=not verbose)
     lake = resources["lake"]
     object_store.check_root(lake.root_uri)
     if not lake.exists(layer, table):
@@ -163,11 +168,14 @@ def produce_sample(users: int, days: int) -> None:
     print(f"Wrote {len(sample.files)} landing files under {root}/{LANDING_DIR}")
 
 
-def replay(source: str, reason: str | None, since: str | None, until: str | None) -> None:
+def replay(
+    source: str, reason: str | None, since: str | None, until: str | None, verbose: bool = False
+) -> None:
     """Replay the quarantine of ``source`` (its bronze table's name): a run of the
     ``replay_quarantine`` job on the source's silver step alone, recorded in the Dagster instance
     of ``DAGSTER_HOME`` when set (and waiting there for the step's pool, so that it never writes
-    beside the stream's own run). Prints what it did; exits 1 when the run fails."""
+    beside the stream's own run). Prints what it did; exits 1 when the run fails. ``verbose``:
+    a local Spark prints its log."""
     import dagster as dg
 
     from lakehouse_assets.definitions import REPLAY_JOB, quarantine_of, replayable_steps
@@ -183,7 +191,8 @@ def replay(source: str, reason: str | None, since: str | None, until: str | None
     config = {"replay": {name: value for name, value in chosen.items() if value}}
     # The step on the settings of now (the definitions' resources are of their import).
     job = dg.define_asset_job(REPLAY_JOB, [step])
-    defined = dg.Definitions(assets=[step], jobs=[job], resources=build_resources())
+    resources = build_resources(quiet=not verbose)
+    defined = dg.Definitions(assets=[step], jobs=[job], resources=resources)
     home = os.environ.get("DAGSTER_HOME")
     if not home:
         print("DAGSTER_HOME is not set: the replay is recorded nowhere and waits for no pool; "

@@ -30,8 +30,12 @@ from lakehouse_assets.devtools.spark_server import (
     SparkServerError,
 )
 from resources import ENV_KAFKA_BOOTSTRAP_SERVERS, ENV_SPARK_MASTER, ENV_SPARK_REMOTE, spark_conf
+from resources.derby import MetastoreInUse
+from resources.metastore import MetastoreSettingError, MetastoreUnavailable
 from resources.object_store import LakeRootUnreachable
 from resources.settings import DEFAULT_SPARK_MASTER
+from resources.spark import SparkConnectUnreachable
+from resources.spark_jvm import SparkJarsMissing
 
 SQL_PORT_HELP = (
     f"the Spark server's SQL endpoint's port, for JDBC and ODBC clients and BI tools (default "
@@ -173,13 +177,21 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="the lake on object storage: LAKEHOUSE_ROOT (default s3a://lakehouse/lake) on the "
         "endpoint of AWS_ENDPOINT_URL, else on a local S3 endpoint started first (in memory)",
     )
+    # The commands that may start a local Spark: quiet unless asked.
+    spark_client = argparse.ArgumentParser(add_help=False)
+    spark_client.add_argument(
+        "--verbose", action="store_true", help="print the log of a local Spark (none by default)"
+    )
     commands.add_parser(
-        "migrate", help="take over a lake written by earlier versions (run once, no run writing)"
+        "migrate",
+        help="take over a lake written by earlier versions (run once, no run writing)",
+        parents=[spark_client],
     )
     commands.add_parser("sources", help="list the declared sources; fail on invalid files")
     run_replay = commands.add_parser(
         "replay",
         help="replay a source's quarantine: its open records parsed again by today's rules",
+        parents=[spark_client],
     )
     run_replay.add_argument("source", help="the source (its bronze table), e.g. bpm")
     run_replay.add_argument(
@@ -192,7 +204,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--until", help="only records bronze ingested before this ISO date-time (UTC)"
     )
     run_sql = commands.add_parser(
-        "sql", help="run a SQL query on the lake's catalog and print its result as a table"
+        "sql",
+        help="run a SQL query on the lake's catalog and print its result as a table",
+        parents=[spark_client],
     )
     run_sql.add_argument("query", help='e.g. "SELECT count(*) FROM gold.workout_bpm_summary"')
     run_sql.add_argument(
@@ -202,7 +216,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         "cdc-demo",
         help="PostgreSQL changes through Debezium's connector and Kafka into silver, checked",
     )
-    run_profile = commands.add_parser("profile", help="print the column profile of a table")
+    run_profile = commands.add_parser(
+        "profile", help="print the column profile of a table", parents=[spark_client]
+    )
     run_profile.add_argument("layer", help="bronze, silver or gold")
     run_profile.add_argument("table", help="the table's name, e.g. heart_rate")
     commands.add_parser(
@@ -223,19 +239,19 @@ def main(argv: Sequence[str] | None = None) -> None:
         elif args.command == "jars":
             jars()
         elif args.command == "migrate":
-            migrate()
+            migrate(args.verbose)
         elif args.command == "sources":
             sources()
         elif args.command == "replay":
-            replay(args.source, args.reason, args.since, args.until)
+            replay(args.source, args.reason, args.since, args.until, args.verbose)
         elif args.command == "sql":
-            sql(args.query, args.max_rows)
+            sql(args.query, args.max_rows, args.verbose)
         elif args.command == "cdc-demo":
             from lakehouse_assets.devtools.cdc_demo import cdc_demo
 
             cdc_demo()
         elif args.command == "profile":
-            profile(args.layer, args.table)
+            profile(args.layer, args.table, args.verbose)
         elif args.command == "spark-server":
             conf = spark_conf()  # LAKEHOUSE_SPARK_CONF: the application's settings too
             server = SparkConnectServer(
@@ -257,5 +273,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         PostgresServerError,
         KafkaConnectError,
         LakeRootUnreachable,
+        MetastoreInUse,
+        MetastoreSettingError,
+        MetastoreUnavailable,
+        SparkConnectUnreachable,
+        SparkJarsMissing,
     ) as error:
         sys.exit(str(error))

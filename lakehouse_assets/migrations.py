@@ -55,6 +55,7 @@ from lakehouse_assets.constants import (
 from lakehouse_assets.profiling.store import PROFILES
 from lakehouse_assets.validation import joined_line
 from resources import LakeResource, catalog, checkpoints, delta, delta_log
+from resources import metastore as metastores
 from resources.kafka import HEADERS_SQL_TYPE
 
 MIGRATE_COMMAND = "lakehouse migrate"
@@ -258,6 +259,20 @@ def carry_stream_markers(spark: SparkSession, lake: LakeResource) -> dict[str, i
             delta.commit_markers(spark, lake.table_uri(BRONZE, table), {query_id: earlier})
             carried[table] = earlier
     return carried
+
+
+def relocate_schemas(metastore: str, lake: LakeResource) -> list[tuple[str, str, str]]:
+    """Keep the lake's schemas in a PostgreSQL ``metastore`` in the lake's warehouse folder
+    (``resources.catalog.warehouse``), where a version before it let Spark put them in the
+    working directory of the first application on the metastore; returns (schema, old, new) of
+    each moved (``resources.metastore.relocate_schemas``). An embedded metastore is one
+    machine's: its schemas stay where they are."""
+    if not metastores.is_postgres(metastore):
+        return []
+    warehouse = catalog.warehouse(lake.spark_path())
+    schemas = [catalog.schema_name(lake.schema_prefix, layer) for layer in LAYERS]
+    locations = {schema: f"{warehouse}/{schema}.db" for schema in schemas}
+    return metastores.relocate_schemas(metastore, locations, default=warehouse)
 
 
 def register_tables(spark: SparkSession, lake: LakeResource) -> list[str]:

@@ -1,8 +1,10 @@
-"""The commands a user runs: the demo's lake, and the broker. (`lakehouse demo` and the standard
+"""The commands a user runs: the demo's lake, the broker, and what `lakehouse sql` says when it
+cannot start. (`lakehouse demo` and the standard
 Dagster CLI run their whole graphs in test_standalone, on a standalone cluster.)"""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,8 +13,11 @@ import pytest
 from pyarrow.fs import FileSelector
 
 from lakehouse_assets.devtools.demo import prepare_demo_lake
+from lakehouse_assets.devtools.service import free_port
 from resources import files, object_store
 from resources.catalog import DEMO_MARKER
+from resources.settings import ENV_METASTORE
+from resources.spark_jvm import without_connect
 
 REPO_ROOT = Path(__file__).parents[1]
 BIN = Path(sys.executable).parent
@@ -58,3 +63,26 @@ def test_broker_command_stops_its_broker_on_sigterm(tmp_path: Path) -> None:
     with socket.socket() as probe:  # nothing listens on the port any more
         assert probe.connect_ex(("127.0.0.1", port)) != 0
     assert (data / "log" / "meta.properties").is_file()  # its records are kept
+
+
+def test_sql_on_an_unreachable_metastore_fails_in_two_lines_without_its_password(
+    tmp_path: Path,
+) -> None:
+    closed = free_port()  # nothing listens there
+    env = {
+        **without_connect(os.environ),
+        ENV_METASTORE: f"postgresql://hive:s3cret@127.0.0.1:{closed}/m",
+    }
+    done = subprocess.run(
+        [str(BIN / "lakehouse"), "sql", "SELECT 1"],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert done.stdout == ""
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 2, done.stderr
+    assert lines[0] == (
+        f"The catalog's metastore postgresql://hive:<hidden>@127.0.0.1:{closed}/m "
+        "(LAKEHOUSE_METASTORE) cannot be reached:"
+    )
+    assert "Connection refused" in lines[1] and "s3cret" not in done.stderr

@@ -83,7 +83,7 @@ def __getattr__(name: str) -> Any:
 
 
 def build_resources(
-    environ: Mapping[str, str] | None = None, *, as_env_vars: bool = False
+    environ: Mapping[str, str] | None = None, *, as_env_vars: bool = False, quiet: bool = False
 ) -> dict[str, Any]:
     """The resources for an environment, configured from its variables.
 
@@ -93,6 +93,8 @@ def build_resources(
             Definitions: Dagster reads the variable from the process environment when a run
             starts, and its UI shows the variable's name, never a value such as a URL's
             password). Resources used outside Dagster take the values themselves.
+        quiet: discard what a local Spark's JVM prints (``SparkResource.quiet``): the
+            `lakehouse` commands print only their answer.
     """
     import dagster as dg
 
@@ -122,6 +124,7 @@ def build_resources(
             master=setting(ENV_SPARK_MASTER, DEFAULT_SPARK_MASTER),
             extra_settings=setting(ENV_SPARK_CONF) or None,
             metastore=setting(ENV_METASTORE, metastore(env)),
+            quiet=quiet,
         ),
         "kafka": KafkaResource(
             bootstrap_servers=setting(ENV_KAFKA_BOOTSTRAP_SERVERS, DEFAULT_KAFKA_BOOTSTRAP_SERVERS),

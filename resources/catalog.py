@@ -36,6 +36,10 @@ IDENTIFIER = re.compile(r"[a-z][a-z0-9_]{0,127}")
 _verified: set[tuple[str, str, str]] = set()  # (name, location, schema) checked by this process
 _lock = threading.Lock()
 LOG = logging.getLogger(__name__)
+# The lake's own folder for the metastore's schemas (``<root>/_warehouse/<schema>.db``): never a
+# layer's folder, which Hive deletes with its schema (``DROP SCHEMA ... CASCADE``), and never a
+# process's working directory, which a shared metastore would name to every other machine.
+WAREHOUSE = "_warehouse"
 # Marks a lake filled from a demo's own embedded broker: the next demo resets it, and another
 # lake may take over the names its tables have in the catalog.
 DEMO_MARKER = ".embedded-broker-demo"
@@ -61,6 +65,22 @@ class Registered:
 def schema_name(prefix: str, layer: str) -> str:
     """The catalog schema of ``layer``'s tables: the layer, after ``prefix`` and ``_`` if any."""
     return f"{prefix}_{layer}" if prefix else layer
+
+
+def warehouse(root: str) -> str:
+    """The warehouse folder of the lake at ``root`` (as Spark names it)."""
+    return f"{root.rstrip('/')}/{WAREHOUSE}"
+
+
+def schema_location(table_location: str, schema: str) -> str:
+    """Where the metastore keeps ``schema``, a schema of the lake of the table at
+    ``table_location`` (``<root>/<layer>/<table>``): in that lake's warehouse folder."""
+    return f"{warehouse(lake_root(table_location))}/{schema}.db"
+
+
+def lake_root(table_location: str) -> str:
+    """The lake root of the table at ``table_location`` (``<root>/<layer>/<table>``)."""
+    return table_location.rstrip("/").rsplit("/", 2)[0]
 
 
 def check_name(table: str) -> None:
@@ -142,8 +162,7 @@ def register(
 def disposable(table_location: str) -> bool:
     """Whether the table at ``table_location`` (``<root>/<layer>/<table>``) is in a demo's
     lake."""
-    root = table_location.rstrip("/").rsplit("/", 2)[0]
-    return files.read_text(f"{root}/{DEMO_MARKER}") is not None
+    return files.read_text(f"{lake_root(table_location)}/{DEMO_MARKER}") is not None
 
 
 def registered(spark: SparkSession, schema: str, table: str) -> Registered | None:
@@ -186,7 +205,8 @@ def _create(
             return True
         except AnalysisException as error:
             if "SCHEMA_NOT_FOUND" in str(error) and attempt == 0:
-                spark.sql(f"CREATE SCHEMA IF NOT EXISTS {schema}")
+                folder = _escaped(schema_location(location, schema))
+                spark.sql(f"CREATE SCHEMA IF NOT EXISTS {schema} LOCATION '{folder}'")
                 continue
             if "TABLE_OR_VIEW_ALREADY_EXISTS" not in str(error):
                 raise

@@ -16,18 +16,21 @@ needs).
 
 from __future__ import annotations
 
-import os
+import contextlib
 import subprocess
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote, urlparse
 
 import pyspark
 from psycopg2 import OperationalError, connect
 
-from resources.settings import ENV_METASTORE
-from resources.spark_jvm import JARS_DIR, java, write_properties
+from resources import catalog, derby
+from resources.object_store import absolute, hadoop_uri
+from resources.settings import ENV_METASTORE, lake_root
+from resources.spark_jvm import JARS_DIR, driver_class_path, java, write_properties
 
 POSTGRES_SCHEMES = ("postgresql", "postgres")
 POSTGRES_DRIVER = "org.postgresql.Driver"  # org.postgresql:postgresql, pinned in jars.toml
@@ -41,7 +44,7 @@ DATANUCLEUS = {
 }
 SCHEMA_TABLE = "TBLS"  # a table of Hive's schema: present once the schema was created
 CONNECT_TIMEOUT_S = 10
-DIST_CLASSPATH = "SPARK_DIST_CLASSPATH"  # appended by Spark's launcher to the driver's class path
+SPARK_FALLBACK_WAREHOUSE = "spark-warehouse"  # Spark's warehouse in its working directory
 
 
 class MetastoreSettingError(ValueError):
@@ -57,8 +60,13 @@ def is_postgres(metastore: str) -> bool:
     return urlparse(metastore).scheme in POSTGRES_SCHEMES
 
 
-def spark_settings(metastore: str, jars_dir: Path = JARS_DIR) -> dict[str, str]:
-    """The application settings of a Spark whose catalog lives in ``metastore``.
+def spark_settings(
+    metastore: str, jars_dir: Path = JARS_DIR, root: str | None = None
+) -> dict[str, str]:
+    """The application settings of a Spark whose catalog lives in ``metastore``. A PostgreSQL
+    metastore, which other machines share, keeps the schemas that Spark creates by itself
+    (``default``) in the warehouse folder of the lake at ``root`` (``LAKEHOUSE_ROOT`` when None),
+    never in the working directory (Spark's default).
 
     Raises:
         MetastoreSettingError: a URL of another scheme, or a PostgreSQL URL without a host or a
@@ -68,6 +76,8 @@ def spark_settings(metastore: str, jars_dir: Path = JARS_DIR) -> dict[str, str]:
     if is_postgres(metastore):
         hive = {**_jdo_settings(metastore), **DATANUCLEUS, **POSTGRES_RUNTIME}
         postgres_jar(jars_dir)  # its absence is the setting's error, before any JVM starts
+        lake = hadoop_uri(absolute(root or lake_root()))
+        settings["spark.sql.warehouse.dir"] = catalog.warehouse(lake)
         return {**settings, **{f"spark.hadoop.{key}": value for key, value in hive.items()}}
     if "://" in metastore:
         scheme = metastore.split("://", 1)[0]
@@ -120,18 +130,11 @@ def launcher_environment(
     metastore: str, environ: Mapping[str, str], jars_dir: Path = JARS_DIR
 ) -> dict[str, str]:
     """The variables that put a PostgreSQL metastore's JDBC driver on the class path of a Spark
-    driver launched from ``environ`` (none for Derby). DataNucleus asks java.sql.DriverManager
-    for the driver, which sees the JVM's own class path, not ``spark.jars``. Spark's launcher
-    appends ``SPARK_DIST_CLASSPATH`` after Spark's own jars, so the class path still begins
-    with the one the driver's class archive was written for (``spark.driver.extraClassPath``
-    would come first, and the JVM would refuse the archive)."""
+    driver launched from ``environ`` (none for Derby): DataNucleus asks java.sql.DriverManager
+    for the driver, which sees the JVM's own class path, not ``spark.jars``."""
     if not is_postgres(metastore):
         return {}
-    jar = str(postgres_jar(jars_dir))
-    present = environ.get(DIST_CLASSPATH, "")
-    if jar in present.split(os.pathsep):
-        return {}
-    return {DIST_CLASSPATH: os.pathsep.join(filter(None, [present, jar]))}
+    return driver_class_path([postgres_jar(jars_dir)], environ)
 
 
 def postgres_jar(jars_dir: Path = JARS_DIR) -> Path:
@@ -157,9 +160,14 @@ def prepare(metastore: str, jars_dir: Path = JARS_DIR) -> None:
     Raises:
         MetastoreSettingError: ``metastore`` is not a folder nor a PostgreSQL URL.
         MetastoreUnavailable: the database is unreachable, or its tables could not be created.
+        derby.MetastoreInUse: another application holds the embedded Derby database.
     """
     spark_settings(metastore, jars_dir)  # the setting's errors first
-    if not is_postgres(metastore) or _has_schema(metastore):
+    if not is_postgres(metastore):
+        derby.check_free(metastore)
+        Path(metastore).mkdir(parents=True, exist_ok=True)  # Derby's log goes there, not stderr
+        return
+    if _has_schema(metastore):
         return
     with tempfile.TemporaryDirectory() as folder:
         properties = Path(folder) / "metastore.properties"  # holds the password
@@ -183,20 +191,63 @@ def prepare(metastore: str, jars_dir: Path = JARS_DIR) -> None:
 
 
 def _has_schema(metastore: str) -> bool:
+    with _connected(metastore) as connection, connection.cursor() as cursor:
+        cursor.execute("SELECT to_regclass(%s) IS NOT NULL", (f'"{SCHEMA_TABLE}"',))
+        row = cursor.fetchone()
+    return bool(row and row[0])
+
+
+def relocate_schemas(
+    metastore: str, locations: Mapping[str, str], default: str
+) -> list[tuple[str, str, str]]:
+    """Give each schema of the PostgreSQL ``metastore`` named in ``locations`` that folder where
+    it has another, and the ``default`` schema the folder ``default`` where Spark put it in a
+    working directory (``spark-warehouse``). Returns (schema, old, new) of each. Only the
+    record changes: a table keeps its own location. Spark refuses ``ALTER SCHEMA ... SET
+    LOCATION`` on its Hive 2.3 client, so Hive's table of schemas is updated in the database.
+
+    Raises:
+        MetastoreUnavailable: the database cannot be reached.
+    """
+    moved = []
+    with _connected(metastore) as connection, connection.cursor() as cursor:
+        cursor.execute('SELECT "NAME", "DB_LOCATION_URI" FROM "DBS"')
+        for name, old in cursor.fetchall():
+            new = locations.get(name)
+            if name == "default" and old.rstrip("/").endswith(f"/{SPARK_FALLBACK_WAREHOUSE}"):
+                new = default
+            if new is None or catalog.same_location(old, new):
+                continue
+            update = 'UPDATE "DBS" SET "DB_LOCATION_URI" = %s WHERE "NAME" = %s'
+            cursor.execute(update, (_qualified(new), name))
+            moved.append((name, old, _qualified(new)))
+        connection.commit()
+    return moved
+
+
+def _qualified(location: str) -> str:
+    """``location`` as Hive records a folder: a local path with ``file:``."""
+    return location if ":" in location.split("/", 1)[0] else f"file:{location}"
+
+
+@contextlib.contextmanager
+def _connected(metastore: str) -> Iterator[Any]:
+    """A connection to the PostgreSQL ``metastore``, closed after the block.
+
+    Raises:
+        MetastoreUnavailable: it cannot be reached (the message hides the password).
+    """
     try:
         connection = connect(metastore, connect_timeout=CONNECT_TIMEOUT_S)
     except OperationalError as error:
         raise MetastoreUnavailable(
-            f"The catalog's metastore {shown(metastore)} ({ENV_METASTORE}) cannot be reached: "
-            f"{str(error).strip()}"
+            f"The catalog's metastore {shown(metastore)} ({ENV_METASTORE}) cannot be reached:\n"
+            + " ".join(line.strip() for line in str(error).strip().splitlines())
         ) from error
     try:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT to_regclass(%s) IS NOT NULL", (f'"{SCHEMA_TABLE}"',))
-            row = cursor.fetchone()
+        yield connection
     finally:
         connection.close()
-    return bool(row and row[0])
 
 
 def shown(metastore: str) -> str:

@@ -172,6 +172,13 @@ def sources_dir(environ: Mapping[str, str] | None = None) -> Path:
     return Path(env.get(ENV_SOURCES_DIR) or DEFAULT_SOURCES_DIR)
 
 
+def lake_root(environ: Mapping[str, str] | None = None) -> str:
+    """The lake root (``LAKEHOUSE_ROOT``): a folder, default ``lake``, or an object store's URI."""
+    return (os.environ if environ is None else environ).get(
+        ENV_LAKEHOUSE_ROOT
+    ) or DEFAULT_LAKEHOUSE_ROOT
+
+
 def metastore(environ: Mapping[str, str] | None = None) -> str:
     """The catalog's metastore (``LAKEHOUSE_METASTORE``): a folder holding an embedded Derby
     database (default ``.lakehouse/metastore``) or a PostgreSQL URL (``resources.metastore``)."""

@@ -24,6 +24,7 @@ from urllib.parse import urlparse
 
 from dagster_pyspark import LazyPySparkResource
 from pydantic import Field, PrivateAttr
+from pyspark import SparkContext
 from pyspark.sql import DataFrame, SparkSession
 
 from resources import metastore as metastores
@@ -110,6 +111,12 @@ class SparkResource(LazyPySparkResource):
     app_name: str = Field(default="lakehouse", description="Spark application name.")
     ui_enabled: bool = Field(default=False, description="Serve a local application's web UI.")
     log_level: str = Field(default="WARN", description="A local application's log level.")
+    quiet: bool = Field(
+        default=False,
+        description="Discard what a local application's JVM prints (Spark's log, the JVM's "
+        "warnings), as the `lakehouse` commands do unless given --verbose; errors still reach "
+        "the caller as exceptions.",
+    )
     quick_start: bool = Field(
         default=True,
         description="Start a local driver JVM quickly: its classes from the archive that "
@@ -222,7 +229,8 @@ class SparkResource(LazyPySparkResource):
     def _start_local(self) -> SparkSession:
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-        metastores.prepare(self.metastore)
+        if SparkContext._active_spark_context is None:  # else this process's driver holds it
+            metastores.prepare(self.metastore)
         os.environ.update(metastores.launcher_environment(self.metastore, os.environ))
         settings = {
             **LOCAL_DEFAULTS,
@@ -238,10 +246,29 @@ class SparkResource(LazyPySparkResource):
         for key, value in {**settings, **self.user_settings}.items():
             builder = builder.config(key, str(value))
         existing = SparkSession.getActiveSession()
-        session = builder.getOrCreate()
+        with output_discarded() if self.quiet else contextlib.nullcontext():
+            session = builder.getOrCreate()
         if session is not existing:
             session.sparkContext.setLogLevel(self.log_level)
         return session
+
+
+@contextlib.contextmanager
+def output_discarded() -> Iterator[None]:
+    """The process's standard output and error point nowhere for the block: a JVM started in it
+    inherits them so and keeps them, while this process has its own back after the block."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    with open(os.devnull, "wb") as nowhere:
+        os.dup2(nowhere.fileno(), 1)
+        os.dup2(nowhere.fileno(), 2)
+    try:
+        yield
+    finally:
+        for fd, original in zip((1, 2), saved, strict=True):
+            os.dup2(original, fd)
+            os.close(original)
 
 
 @contextlib.contextmanager

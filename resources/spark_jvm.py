@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from pyspark import SparkContext
@@ -52,6 +52,7 @@ STATIC_SETTINGS: dict[str, str] = {
     "spark.sql.codegen.cache.maxEntries": "5000",
 }
 CHECKPOINT_MANAGER_SETTING = "spark.sql.streaming.checkpointFileManagerClass"
+DIST_CLASSPATH = "SPARK_DIST_CLASSPATH"  # appended by Spark's launcher to the driver's class path
 CONNECT_MODE_MARK = "SPARK_CONNECT_MODE_ENABLED"  # set by PySpark in a process using Connect
 
 
@@ -71,7 +72,7 @@ def jvm_settings(
         SparkJarsMissing: ``jars_dir`` holds no jar, or the lake root of ``environ`` is on S3 and
             the log store that commits there safely was not compiled (a JRE has no ``javac``).
     """
-    jars = sorted(jars_dir.glob("*.jar"))
+    jars = pinned_jars(jars_dir)
     if not jars:
         raise SparkJarsMissing(
             f"No JVM packages in {jars_dir}: run `lakehouse jars` (`make install` does) to "
@@ -99,6 +100,29 @@ def jvm_settings(
         **checkpoints,
         **object_store.spark_settings(environ),
     }
+
+
+def pinned_jars(jars_dir: Path = JARS_DIR) -> list[Path]:
+    """The pinned jars resolved into ``jars_dir`` (``spark.jars`` of every application)."""
+    return sorted(jars_dir.glob("*.jar"))
+
+
+def driver_class_path(jars: Sequence[Path], environ: Mapping[str, str]) -> dict[str, str]:
+    """The variable that puts ``jars`` on the class path of a Spark driver launched from
+    ``environ``, after what it already holds (empty when it holds them all).
+
+    Some of a driver's threads load classes from the JVM's own class path, not from
+    ``spark.jars``: java.sql.DriverManager (a metastore's JDBC driver), and the Thrift server's
+    threads that open a JDBC session and resolve its catalog (Delta's). Spark's launcher
+    appends ``SPARK_DIST_CLASSPATH`` after Spark's own jars, so the class path still begins
+    with the one the driver's class archive was written for (``spark.driver.extraClassPath``
+    would come first, and the JVM would refuse the archive).
+    """
+    present = [entry for entry in environ.get(DIST_CLASSPATH, "").split(os.pathsep) if entry]
+    missing = [str(jar) for jar in jars if str(jar) not in present]
+    if not missing:
+        return {}
+    return {DIST_CLASSPATH: os.pathsep.join([*present, *missing])}
 
 
 def without_connect(environ: Mapping[str, str]) -> dict[str, str]:

@@ -20,13 +20,16 @@ import pyspark
 from lakehouse_assets.devtools import sql_auth
 from lakehouse_assets.devtools.python_daemons import DaemonReaper
 from lakehouse_assets.devtools.service import LOOPBACK, LocalService, free_port, port_is_taken
+from resources import derby
 from resources import metastore as metastores
-from resources.settings import ENV_METASTORE
+from resources.settings import ENV_METASTORE, lake_root
 from resources.settings import metastore as configured_metastore
 from resources.spark import SESSION_DEFAULTS
 from resources.spark_jvm import (
     DEFAULT_ARCHIVE,
+    driver_class_path,
     jvm_settings,
+    pinned_jars,
     quick_start_options,
     without_connect,
     write_properties,
@@ -77,17 +80,20 @@ def server_command(
     sql_port: int | None = None,
     sql_auth_jar: Path | None = None,
     secrets_file: Path | None = None,
+    root: str | None = None,
 ) -> list[str]:
     """The ``spark-submit`` command line of a server of Spark Connect on ``host:port`` and of
     SQL (HiveServer2's protocol) on ``host:sql_port`` if given, whose catalog lives in ``metastore``
     (``LAKEHOUSE_METASTORE`` when None). With ``sql_auth_jar`` the SQL endpoint takes only the
     user and password of the server's environment (``devtools.sql_auth``). With
     ``secrets_file``, the settings that hold a credential (``secret``) are written there, readable
-    by this user alone, instead of onto the command line that any user's ``ps`` shows."""
+    by this user alone, instead of onto the command line that any user's ``ps`` shows. ``root``:
+    the lake root whose warehouse folder a shared metastore's new schemas take
+    (``LAKEHOUSE_ROOT`` when None)."""
     settings = {
         **SERVER_DEFAULTS,
         **jvm_settings(),
-        **metastores.spark_settings(metastore or configured_metastore()),
+        **metastores.spark_settings(metastore or configured_metastore(), root=root),
         **conf,
         "spark.connect.grpc.binding.address": host,
         "spark.connect.grpc.binding.port": str(port),
@@ -250,24 +256,34 @@ class SparkConnectServer(LocalService):
             "SPARK_LOCAL_IP": LOOPBACK,
             **self.env,
         }
-        env.update(metastores.launcher_environment(self.metastore, env))
         try:
             auth_jar = sql_auth.required_jar(env) if self.sql_port is not None else None
             metastores.prepare(self.metastore)
-        except (sql_auth.SqlAuthUnavailable, metastores.MetastoreUnavailable) as error:
+        except (
+            sql_auth.SqlAuthUnavailable,
+            metastores.MetastoreUnavailable,
+            derby.MetastoreInUse,
+        ) as error:
             raise SparkServerError(str(error)) from error
+        # Every jar on the JVM's class path too: the threads of the SQL endpoint that open a
+        # client's session load its catalog (Delta's) from there, not from spark.jars.
+        env.update(driver_class_path([*pinned_jars(), *filter(None, [auth_jar])], env))
         ports = [port for port in (self.port, self.sql_port) if port is not None]
         with tempfile.TemporaryDirectory() as folder:  # read by the server as it starts
             command = server_command(
                 self.port, self.master, self.conf, self.host, self.metastore, self.sql_port,
-                auth_jar, Path(folder) / "secrets.properties",
+                auth_jar, Path(folder) / "secrets.properties", lake_root(env),
             )  # fmt: skip
             self._launch(command, lambda: all(port_is_taken(LOOPBACK, p) for p in ports), env)
         assert self.pid is not None
         self._reaper = DaemonReaper(self.pid, self.daemon_idle_s).start()
+        if not metastores.is_postgres(self.metastore):
+            derby.record_server(self.metastore, self.url)
         return self
 
     def stop(self) -> None:
+        if not metastores.is_postgres(self.metastore):
+            derby.forget_server(self.metastore, self.url)
         if self._reaper is not None:
             self._reaper.stop()
             self._reaper = None
