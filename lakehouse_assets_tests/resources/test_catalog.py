@@ -125,6 +125,12 @@ def test_an_unreachable_metastore_database_is_a_clear_error_without_its_password
 
 
 # ----- against the session's Spark ------------------------------------------------------------
+def schema_folder(spark: SparkSession, schema: str) -> str:
+    """The folder the catalog gives ``schema``, as Spark describes it."""
+    rows = spark.sql(f"DESCRIBE SCHEMA EXTENDED {schema}").collect()
+    return next(row["info_value"] for row in rows if row["info_name"] == "Location")
+
+
 def test_a_write_registers_its_table_by_name(spark: SparkSession, tmp_path: Path) -> None:
     lake = LakeResource(root=str(tmp_path / "lake"))
     lake.append("silver", "users", spark.createDataFrame([(1, "a"), (2, "b")], "id long, n string"))
@@ -140,6 +146,9 @@ def test_a_write_registers_its_table_by_name(spark: SparkSession, tmp_path: Path
         " |-- id: long (nullable = true)",
         " |-- n: string (nullable = true)",
     ]
+    # The schema's own folder is the lake's (never a layer's: DROP SCHEMA ... CASCADE deletes it).
+    schema = f"{lake.schema_prefix}_silver"
+    assert schema_folder(spark, schema) == f"file:{tmp_path}/lake/_warehouse/{schema}.db"
 
 
 def test_a_table_its_first_writer_left_unregistered_is_registered_by_the_next_write(
@@ -164,6 +173,8 @@ def test_a_table_on_object_storage_is_registered_by_name(
     assert found is not None and found.location == f"{s3_lake_root}/gold/s3"
     rows = spark.table(lake.table_name("gold", "s3")).collect()
     assert [tuple(row) for row in rows] == [(1, "x")]
+    schema = f"{lake.schema_prefix}_gold"
+    assert schema_folder(spark, schema) == f"{s3_lake_root}/_warehouse/{schema}.db"
 
 
 def test_the_catalog_copy_of_the_columns_follows_a_new_column(
