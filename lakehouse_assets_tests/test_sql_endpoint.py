@@ -179,4 +179,5 @@ def test_lakehouse_sql_answers_alone_and_names_the_server_that_holds_its_metasto
     assert (done.stdout.split("\n"), done.stderr) == ([*table, "", ""], "")
     verbose = [*command, "--verbose"]
     done = subprocess.run(verbose, capture_output=True, text=True, env=alone, timeout=300)
-    assert done.stdout.split("\n") == [*table, "", ""] and done.stderr.strip()  # the JVM's own lines
+    assert done.stdout.split("\n") == [*table, "", ""]
+    assert done.stderr.strip()  # the JVM's own lines

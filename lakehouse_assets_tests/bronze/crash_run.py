@@ -10,11 +10,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
 from lakehouse_assets_tests.bronze.helpers import materialize_bpm
-from resources import ENV_SPARK_REMOTE, KafkaResource, build_resources
+from resources import ENV_METASTORE, ENV_SPARK_REMOTE, KafkaResource, build_resources
 from resources.spark_jvm import CONNECT_MODE_MARK
 
 REPO_ROOT = Path(__file__).parents[2]
@@ -24,9 +25,12 @@ def start(
     servers: str, lake_root: str, per_batch: int, env: Mapping[str, str] | None = None
 ) -> subprocess.Popen:
     """This module run in a new process, in a session of its own (its JVM in its group), with
-    ``env`` added to this process's variables but ``SPARK_REMOTE`` (unless ``env`` sets it)."""
+    ``env`` added to this process's variables but ``SPARK_REMOTE`` (unless ``env`` sets it). Its
+    local Spark is an application of its own: its catalog is in a new embedded metastore, since
+    the session's server may hold this process's."""
     command = [sys.executable, "-m", __name__, servers, lake_root, str(per_batch)]
     local = {k: v for k, v in os.environ.items() if k not in (ENV_SPARK_REMOTE, CONNECT_MODE_MARK)}
+    local[ENV_METASTORE] = tempfile.mkdtemp(prefix="lakehouse-metastore-")
     local.update(env or {})
     return subprocess.Popen(
         command, cwd=REPO_ROOT, env=local, start_new_session=True,

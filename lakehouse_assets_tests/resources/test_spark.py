@@ -22,10 +22,12 @@ from pyspark.sql import functions as F
 from lakehouse_assets.devtools.broker import free_port
 from lakehouse_assets.devtools.spark_server import SparkConnectServer
 from lakehouse_assets.executor import materialize
+from lakehouse_assets_tests.conftest import new_metastore
 from resources import SparkResource
 from resources.codegen import INTERPRETED, SMALL_BATCH_ROWS, fit_code_generation
 from resources.delta import session_settings
 from resources.kafka import KAFKA_FORMAT
+from resources.settings import ENV_METASTORE
 from resources.spark import CONNECT_WAIT_S, SparkConnectUnreachable, cached, check_reachable
 from resources.spark_jvm import DEFAULT_ARCHIVE, quick_start_options, without_connect
 
@@ -242,7 +244,8 @@ def start_local_spark_in_a_child(
         "print(spark.range(3).count())"
     )
     command = [sys.executable, "-c", code, json.dumps(conf)]
-    env = without_connect(os.environ)
+    # An application of its own, beside the session's server: a metastore of its own too.
+    env = {**without_connect(os.environ), ENV_METASTORE: new_metastore()}
     if java_options:
         env["JDK_JAVA_OPTIONS"] = java_options
     return subprocess.run(command, capture_output=True, text=True, env=env)
