@@ -298,3 +298,33 @@ def test_a_frame_cached_for_a_block_is_released_after_it_even_when_the_block_fai
         assert frame.storageLevel != StorageLevel.NONE  # the same plan: cached
         raise RuntimeError("the write failed")
     assert frame.storageLevel == StorageLevel.NONE
+
+
+def jobs_per_append_in_a_child(time_zone: str) -> list[int]:
+    """The Spark jobs of each of 3 small appends to a Delta table, by a local Spark application
+    of the project's settings in a new process whose host time zone is ``time_zone``."""
+    code = """if True:
+        import sys
+        from resources import SparkResource
+        spark = SparkResource().get_session()
+        rows = spark.createDataFrame([(1, "a")], "id long, v string")
+        rows.write.format("delta").save(sys.argv[1])
+        for n in range(3):
+            spark.sparkContext.setJobGroup(f"append{n}", "append")
+            rows.write.format("delta").mode("append").save(sys.argv[1])
+            print(len(spark.sparkContext.statusTracker().getJobIdsForGroup(f"append{n}")))
+    """
+    env = {**without_connect(os.environ), ENV_METASTORE: new_metastore(), "TZ": time_zone}
+    table = Path(new_metastore()) / "table"
+    child = subprocess.run(
+        [sys.executable, "-c", code, str(table)], capture_output=True, text=True, env=env
+    )
+    assert child.returncode == 0, child.stderr[-3000:]
+    return [int(line) for line in child.stdout.split()]
+
+
+@pytest.mark.services  # starts local Spark drivers
+def test_a_host_outside_utc_costs_a_delta_commit_no_more_spark_jobs() -> None:
+    """Delta 4.4 rebuilds a table's state at every commit to check its checksum when the JVM's
+    zone is not UTC (``allFilesInCrc.verificationMode.forceOnNonUTC``), unless told not to."""
+    assert jobs_per_append_in_a_child("America/New_York") == jobs_per_append_in_a_child("UTC")
