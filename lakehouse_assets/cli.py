@@ -94,7 +94,7 @@ def jars() -> None:
     """Resolve the pinned JVM packages (see ``lakehouse_assets.devtools.jars``)."""
     from lakehouse_assets.devtools import s3proxy
     from lakehouse_assets.devtools.jars import JarResolutionError, resolve_all
-    from lakehouse_assets.devtools.java_classes import build_s3_commits
+    from lakehouse_assets.devtools.java_classes import build_delta_agent, build_s3_commits
 
     started = time.perf_counter()
     try:
@@ -121,6 +121,11 @@ def jars() -> None:
         print("No javac (a JRE, not a JDK): the tests' S3 server (S3Proxy) lacks its listing fix")
     else:
         print(f"Compiled the listing fix of the tests' S3 server into {fixed}")
+    agent = build_delta_agent()
+    if agent is None:
+        print("No javac (a JRE, not a JDK): Delta snapshots rebuild their state for every answer")
+    else:
+        print(f"Compiled the Delta agent that answers from a table's checksum: {agent}")
     compiled = sql_auth.build()
     if compiled is None:
         print("No javac (a JRE, not a JDK): the SQL endpoint cannot require a password")

@@ -31,7 +31,12 @@ from resources import metastore as metastores
 from resources.codegen import forget, restore_code_generation
 from resources.settings import metastore as configured_metastore
 from resources.settings import parse_spark_conf
-from resources.spark_jvm import DEFAULT_ARCHIVE, jvm_settings, quick_start_options
+from resources.spark_jvm import (
+    DEFAULT_ARCHIVE,
+    delta_agent_option,
+    jvm_settings,
+    quick_start_options,
+)
 
 # Session settings every run relies on, whatever the application: applied to each new session.
 SESSION_DEFAULTS: dict[str, str] = {
@@ -239,7 +244,8 @@ class SparkResource(LazyPySparkResource):
             "spark.ui.enabled": str(self.ui_enabled).lower(),
         }
         quick = quick_start_options(DEFAULT_ARCHIVE) if self.quick_start else ""
-        options = " ".join(filter(None, [quick, metastores.java_options(self.metastore)]))
+        derby = metastores.java_options(self.metastore)
+        options = " ".join(filter(None, [quick, derby, delta_agent_option()]))
         if options:
             settings["spark.driver.extraJavaOptions"] = options
         builder: Any = SparkSession.builder.master(self.master).appName(self.app_name)

@@ -26,6 +26,13 @@ JARS_DIR = Path(sys.prefix) / "share" / "lakehouse" / "jars"
 S3_LOG_STORE = "lakehouse.delta.ConditionalPutLogStore"
 S3_CHECKPOINT_FILE_MANAGER = "lakehouse.streaming.ConditionalPutCheckpointFileManager"
 S3_COMMITS_JAR = JARS_DIR / "lakehouse-s3-commits.jar"
+# The Java agent of every driver the project starts: a Delta snapshot answers its set
+# transactions, file count and size from its checksum file instead of a Spark job over its log
+# (lakehouse_assets/devtools/java/lakehouse/delta/ChecksumStateAgent.java; docs/jars.md). Off for
+# a session with STATE_FROM_CHECKSUM false; absent (no javac), Delta's own path.
+DELTA_AGENT_DIR = JARS_DIR.with_name("delta-agent")
+DELTA_AGENT_JAR = DELTA_AGENT_DIR / "lakehouse-delta-agent.jar"
+STATE_FROM_CHECKSUM = "spark.lakehouse.delta.stateFromChecksum.enabled"
 # Delta Lake's SQL (MERGE, OPTIMIZE, VACUUM) and its catalog in every session.
 DELTA_SETTINGS: dict[str, str] = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
@@ -143,6 +150,11 @@ def quick_start_options(archive: Path, quick_jit: bool = True) -> str:
     if archive.is_file():
         options.append(f"-XX:SharedArchiveFile={archive}")
     return " ".join(options)
+
+
+def delta_agent_option(agent: Path = DELTA_AGENT_JAR) -> str:
+    """The driver JVM option that loads the Delta agent, when it was compiled."""
+    return f"-javaagent:{agent}" if agent.is_file() else ""
 
 
 def stop_spark(timeout_s: float = 60) -> bool:

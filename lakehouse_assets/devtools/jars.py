@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lakehouse_assets.devtools.spark_server import spark_home
-from resources.spark_jvm import JARS_DIR, without_connect
+from resources.spark_jvm import DELTA_AGENT_DIR, JARS_DIR, without_connect
 
 PINS = Path(__file__).with_name("jars.toml")
 # The embedded Kafka broker's jars, and Kafka Connect's with Debezium's PostgreSQL connector:
@@ -113,7 +113,7 @@ def resolve(
 
 def resolve_all() -> dict[str, list[Path]]:
     """Resolve every section of the pin file into its folder: Spark's packages, Kafka's broker,
-    Kafka Connect with Debezium's connector, the tests' S3 server.
+    Kafka Connect with Debezium's connector, the tests' S3 server, the Delta agent's Byte Buddy.
 
     The resolutions run at once (each a JVM of its own, with an Ivy cache of its own).
     """
@@ -122,6 +122,7 @@ def resolve_all() -> dict[str, list[Path]]:
         "the embedded Kafka broker": (KAFKA_JARS_DIR, "kafka"),
         "Kafka Connect with Debezium": (DEBEZIUM_JARS_DIR, "debezium"),
         "the S3 server of the tests": (S3PROXY_JARS_DIR, "s3proxy"),
+        "the Delta agent": (DELTA_AGENT_DIR, "delta-agent"),
     }
     with ThreadPoolExecutor(max_workers=len(folders)) as pool:
         futures = {

@@ -9,18 +9,23 @@ import shutil
 import subprocess
 import tempfile
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from resources.spark_jvm import JARS_DIR, S3_COMMITS_JAR
+from resources.spark_jvm import DELTA_AGENT_JAR, JARS_DIR, S3_COMMITS_JAR
 
 SOURCES = Path(__file__).with_name("java")
 
 
-def compile_jar(sources: Sequence[Path], classpath: Sequence[Path], target: Path) -> Path | None:
+def compile_jar(
+    sources: Sequence[Path],
+    classpath: Sequence[Path],
+    target: Path,
+    manifest: Mapping[str, str] | None = None,
+) -> Path | None:
     """Compile ``sources`` (Java 17) against the jars of the folders ``classpath`` into the jar
-    ``target``, written whole or not at all; returns it, or None when this Java has no compiler
-    (a JRE).
+    ``target``, with the ``manifest`` attributes if any, written whole or not at all; returns
+    it, or None when this Java has no compiler (a JRE).
 
     Raises:
         subprocess.CalledProcessError: javac refused the source.
@@ -35,6 +40,9 @@ def compile_jar(sources: Sequence[Path], classpath: Sequence[Path], target: Path
         target.parent.mkdir(parents=True, exist_ok=True)
         partial = target.with_suffix(".partial")
         with zipfile.ZipFile(partial, "w") as jar:
+            if manifest:
+                lines = ["Manifest-Version: 1.0", *(f"{k}: {v}" for k, v in manifest.items())]
+                jar.writestr("META-INF/MANIFEST.MF", "\r\n".join([*lines, "", ""]))
             for compiled in sorted(Path(work).rglob("*.class")):
                 jar.write(compiled, compiled.relative_to(work).as_posix())
         partial.replace(target)
@@ -62,3 +70,23 @@ def build_s3_commits(target: Path = S3_COMMITS_JAR) -> Path | None:
     from lakehouse_assets.devtools.spark_server import spark_home
 
     return compile_jar(S3_COMMITS_SOURCES, [spark_home() / "jars", JARS_DIR], target)
+
+
+DELTA_AGENT_SOURCE = SOURCES / "lakehouse/delta/ChecksumStateAgent.java"
+
+
+def build_delta_agent(target: Path = DELTA_AGENT_JAR) -> Path | None:
+    """Compile the Java agent that lets a Delta snapshot answer from its checksum
+    (``resources.spark_jvm.DELTA_AGENT_JAR``) into ``target``, beside the Byte Buddy it runs on
+    (named by its manifest), against Spark's and Delta's jars; None without a compiler.
+
+    Raises:
+        subprocess.CalledProcessError: javac refused the source.
+    """
+    from lakehouse_assets.devtools.spark_server import spark_home
+
+    (byte_buddy,) = sorted(target.parent.glob("net.bytebuddy_byte-buddy-*.jar"))
+    agent = "lakehouse.delta.ChecksumStateAgent"
+    manifest = {"Premain-Class": agent, "Class-Path": byte_buddy.name}
+    classpath = [spark_home() / "jars", JARS_DIR, target.parent]
+    return compile_jar([DELTA_AGENT_SOURCE], classpath, target, manifest)

@@ -27,6 +27,7 @@ from resources.settings import metastore as configured_metastore
 from resources.spark import SESSION_DEFAULTS
 from resources.spark_jvm import (
     DEFAULT_ARCHIVE,
+    delta_agent_option,
     driver_class_path,
     jvm_settings,
     pinned_jars,
@@ -192,7 +193,8 @@ class SparkConnectServer(LocalService):
         archive = quick_start_options(DEFAULT_ARCHIVE, quick_jit=False)
         self.metastore = metastore or configured_metastore()
         derby = metastores.java_options(self.metastore)
-        options = " ".join(filter(None, [archive, LATE_C2_OPTIONS, derby, java_options]))
+        agent = delta_agent_option()
+        options = " ".join(filter(None, [archive, LATE_C2_OPTIONS, derby, agent, java_options]))
         self.conf.setdefault("spark.driver.extraJavaOptions", options)
         self.env = dict(env or {})
         self.daemon_idle_s = daemon_idle_s

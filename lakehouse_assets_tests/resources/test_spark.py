@@ -29,7 +29,13 @@ from resources.delta import session_settings
 from resources.kafka import KAFKA_FORMAT
 from resources.settings import ENV_METASTORE
 from resources.spark import CONNECT_WAIT_S, SparkConnectUnreachable, cached, check_reachable
-from resources.spark_jvm import DEFAULT_ARCHIVE, quick_start_options, without_connect
+from resources.spark_jvm import (
+    DEFAULT_ARCHIVE,
+    DELTA_AGENT_JAR,
+    delta_agent_option,
+    quick_start_options,
+    without_connect,
+)
 
 
 def test_python_workers_run_the_project_interpreter(spark: SparkSession) -> None:
@@ -268,12 +274,14 @@ def test_every_connect_server_maps_the_archive_with_a_late_c2_unless_told_otherw
     options = SparkConnectServer(metastore=postgres).conf["spark.driver.extraJavaOptions"]
     late_c2 = ("-XX:Tier4InvocationThreshold=40000 -XX:Tier4MinInvocationThreshold=4800 "
                "-XX:Tier4CompileThreshold=120000 -XX:Tier4BackEdgeThreshold=320000")  # fmt: skip
-    assert options == f"-XX:SharedArchiveFile={DEFAULT_ARCHIVE} {late_c2}"
+    base, agent = f"-XX:SharedArchiveFile={DEFAULT_ARCHIVE} {late_c2}", delta_agent_option()
+    assert agent == f"-javaagent:{DELTA_AGENT_JAR}"
+    assert options == f"{base} {agent}"
     assert "TieredStopAtLevel" not in options  # the full JIT, C2 included
     more = SparkConnectServer(java_options="-XX:+UseParallelGC", metastore=postgres).conf
     assert more["spark.driver.extraJavaOptions"] == f"{options} -XX:+UseParallelGC"
     derby = SparkConnectServer(metastore="/data/metastore").conf["spark.driver.extraJavaOptions"]
-    assert derby == f"{options} -Dderby.stream.error.file=/data/metastore/derby.log"
+    assert derby == f"{base} -Dderby.stream.error.file=/data/metastore/derby.log {agent}"
     own = {"spark.driver.extraJavaOptions": "-Xss4m"}
     assert SparkConnectServer(conf=own, java_options="-XX:+UseParallelGC").conf == own
 
