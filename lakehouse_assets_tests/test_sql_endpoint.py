@@ -56,6 +56,17 @@ def sql_cursor(server: SparkConnectServer, user: str = "anyone", password: str =
     return connection.cursor()
 
 
+def gold_day(spark: SparkSession, tmp_path: Path, table: str) -> LakeResource:
+    """A lake in ``tmp_path`` whose gold ``table`` holds one day of two users' rows."""
+    lake = LakeResource(root=str(tmp_path / "lake"))
+    rows = spark.createDataFrame(
+        [(1, date(2026, 11, 1), 72.5), (2, date(2026, 11, 1), 140.25)],
+        "user_id long, date date, avg_bpm double",
+    )
+    lake.replace_partitions("gold", table, rows, [("date", "=", "2026-11-01")], ["date"])
+    return lake
+
+
 @pytest.fixture(scope="module")
 def sql_server() -> Iterator[SparkConnectServer]:
     """A Connect server that also serves SQL (HiveServer2's protocol) on a free port."""
@@ -71,12 +82,7 @@ def test_a_jdbc_client_reads_a_gold_table_and_its_columns(
 ) -> None:
     session_server = sql_server
     spark = SparkSession.builder.remote(sql_server.url).create()
-    lake = LakeResource(root=str(tmp_path / "lake"))
-    rows = spark.createDataFrame(
-        [(1, date(2026, 11, 1), 72.5), (2, date(2026, 11, 1), 140.25)],
-        "user_id long, date date, avg_bpm double",
-    )
-    lake.replace_partitions("gold", "summary", rows, [("date", "=", "2026-11-01")], ["date"])
+    lake = gold_day(spark, tmp_path, "summary")
     schema = f"{lake.schema_prefix}_gold"
     cursor = sql_cursor(session_server)
     cursor.execute(f"SELECT user_id, avg_bpm FROM {schema}.summary ORDER BY user_id")  # type: ignore[attr-defined]
@@ -102,12 +108,7 @@ def test_beeline_opens_sessions_on_a_database_and_reads_a_gold_table_and_its_col
     sql_server: SparkConnectServer, tmp_path: Path
 ) -> None:
     spark = SparkSession.builder.remote(sql_server.url).create()
-    lake = LakeResource(root=str(tmp_path / "lake"))
-    rows = spark.createDataFrame(
-        [(1, date(2026, 11, 1), 72.5), (2, date(2026, 11, 1), 140.25)],
-        "user_id long, date date, avg_bpm double",
-    )
-    lake.replace_partitions("gold", "gym_summary", rows, [("date", "=", "2026-11-01")], ["date"])
+    lake = gold_day(spark, tmp_path, "gym_summary")
     spark.stop()
     gold = f"{lake.schema_prefix}_gold"
     expected = ["1,2026-11-01,72.5", "2,2026-11-01,140.25"]

@@ -60,8 +60,8 @@ public final class ChecksumStateAgent {
               TypePool pool = TypePool.Default.of(locator);
               return builder
                   .visit(advice(pool, locator, "SetTransactions", "setTransactions"))
-                  .visit(advice(pool, locator, "NumOfFiles", "numOfFiles"))
-                  .visit(advice(pool, locator, "SizeInBytes", "sizeInBytes"));
+                  .visit(advice(pool, locator, "FilesAndSize", "numOfFiles"))
+                  .visit(advice(pool, locator, "FilesAndSize", "sizeInBytes"));
             })
         .installOn(instrumentation);
   }
@@ -99,34 +99,19 @@ public final class ChecksumStateAgent {
     }
   }
 
-  /** {@code Snapshot.numOfFiles}: the checksum's. */
-  public static final class NumOfFiles {
+  /** {@code Snapshot.numOfFiles} and {@code Snapshot.sizeInBytes}: the checksum's. */
+  public static final class FilesAndSize {
     @Advice.OnMethodEnter(skipOn = Advice.OnNonDefaultValue.class)
-    static Long enter(@Advice.This Snapshot snapshot) {
+    static Long enter(@Advice.This Snapshot snapshot, @Advice.Origin("#m") String method) {
       if (!"true".equals(SQLConf.get().getConfString(SETTING, "true"))) {
         return null;
       }
       Option<VersionChecksum> checksum = snapshot.checksumOpt();
-      return checksum.isDefined() ? Long.valueOf(checksum.get().numFiles()) : null;
-    }
-
-    @Advice.OnMethodExit
-    static void exit(@Advice.Enter Long known, @Advice.Return(readOnly = false) long returned) {
-      if (known != null) {
-        returned = known;
-      }
-    }
-  }
-
-  /** {@code Snapshot.sizeInBytes}: the checksum's. */
-  public static final class SizeInBytes {
-    @Advice.OnMethodEnter(skipOn = Advice.OnNonDefaultValue.class)
-    static Long enter(@Advice.This Snapshot snapshot) {
-      if (!"true".equals(SQLConf.get().getConfString(SETTING, "true"))) {
+      if (checksum.isEmpty()) {
         return null;
       }
-      Option<VersionChecksum> checksum = snapshot.checksumOpt();
-      return checksum.isDefined() ? Long.valueOf(checksum.get().tableSizeBytes()) : null;
+      VersionChecksum known = checksum.get();
+      return "numOfFiles".equals(method) ? known.numFiles() : known.tableSizeBytes();
     }
 
     @Advice.OnMethodExit
