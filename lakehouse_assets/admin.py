@@ -99,11 +99,11 @@ def _rebuild_incomplete(resources: dict[str, Any]) -> list[str]:
 def keys_missing(lake: LakeResource, spark: SparkSession, spec: ParsedTable) -> int:
     """How many keys the parsed silver table of ``spec`` lacks that all of bronze gives it (one
     query): more than 0 when an earlier version's rule kept fewer rows (``migrate`` rebuilds it
-    then)."""
+    then); 0 without the silver table or its bronze table (nothing to rebuild from)."""
     from lakehouse_assets.constants import BRONZE, SILVER
     from lakehouse_assets.refinement.parsed_table import all_rows
 
-    if not lake.exists(SILVER, spec.table):
+    if not lake.exists(SILVER, spec.table) or not lake.exists(BRONZE, spec.source):
         return 0
     expected = all_rows(spec, spec.parse(lake.read(spark, BRONZE, spec.source)))
     held = lake.read(spark, SILVER, spec.table).select(*spec.keys)
