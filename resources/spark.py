@@ -35,6 +35,7 @@ from resources.spark_jvm import (
     DEFAULT_ARCHIVE,
     delta_agent_option,
     jvm_settings,
+    output_discarded,
     quick_start_options,
 )
 
@@ -257,24 +258,6 @@ class SparkResource(LazyPySparkResource):
         if session is not existing:
             session.sparkContext.setLogLevel(self.log_level)
         return session
-
-
-@contextlib.contextmanager
-def output_discarded() -> Iterator[None]:
-    """The process's standard output and error point nowhere for the block: a JVM started in it
-    inherits them so and keeps them, while this process has its own back after the block."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    saved = [os.dup(1), os.dup(2)]
-    with open(os.devnull, "wb") as nowhere:
-        os.dup2(nowhere.fileno(), 1)
-        os.dup2(nowhere.fileno(), 2)
-    try:
-        yield
-    finally:
-        for fd, original in zip((1, 2), saved, strict=True):
-            os.dup2(original, fd)
-            os.close(original)
 
 
 @contextlib.contextmanager

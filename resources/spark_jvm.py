@@ -3,12 +3,14 @@ Delta's extension and the static settings; and the helpers that start and stop a
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
+import pyspark
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
@@ -113,6 +115,11 @@ def jvm_settings(
     }
 
 
+def spark_home() -> Path:
+    """The installed pyspark package: Spark's jars and scripts."""
+    return Path(pyspark.__file__).parent
+
+
 def pinned_jars(jars_dir: Path = JARS_DIR) -> list[Path]:
     """The pinned jars resolved into ``jars_dir`` (``spark.jars`` of every application)."""
     return sorted(jars_dir.glob("*.jar"))
@@ -155,6 +162,24 @@ def quick_start_options(archive: Path, quick_jit: bool = True) -> str:
 def delta_agent_option(agent: Path = DELTA_AGENT_JAR) -> str:
     """The driver JVM option that loads the Delta agent, when it was compiled."""
     return f"-javaagent:{agent}" if agent.is_file() else ""
+
+
+@contextlib.contextmanager
+def output_discarded() -> Iterator[None]:
+    """The process's standard output and error point nowhere for the block: a JVM started in it
+    inherits them so and keeps them, while this process has its own back after the block."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    with open(os.devnull, "wb") as nowhere:
+        os.dup2(nowhere.fileno(), 1)
+        os.dup2(nowhere.fileno(), 2)
+    try:
+        yield
+    finally:
+        for fd, original in zip((1, 2), saved, strict=True):
+            os.dup2(original, fd)
+            os.close(original)
 
 
 def stop_spark(timeout_s: float = 60) -> bool:

@@ -19,8 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from lakehouse_assets.devtools.spark_server import spark_home
-from resources.spark_jvm import DELTA_AGENT_DIR, JARS_DIR, without_connect
+from resources.spark_jvm import DELTA_AGENT_DIR, JARS_DIR, spark_home, without_connect
 
 PINS = Path(__file__).with_name("jars.toml")
 # The embedded Kafka broker's jars, and Kafka Connect's with Debezium's PostgreSQL connector:

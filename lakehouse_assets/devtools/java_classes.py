@@ -12,7 +12,7 @@ import zipfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from resources.spark_jvm import DELTA_AGENT_JAR, JARS_DIR, S3_COMMITS_JAR
+from resources.spark_jvm import DELTA_AGENT_JAR, JARS_DIR, S3_COMMITS_JAR, spark_home
 
 SOURCES = Path(__file__).with_name("java")
 
@@ -67,8 +67,6 @@ def build_s3_commits(target: Path = S3_COMMITS_JAR) -> Path | None:
     Raises:
         subprocess.CalledProcessError: javac refused the source.
     """
-    from lakehouse_assets.devtools.spark_server import spark_home
-
     return compile_jar(S3_COMMITS_SOURCES, [spark_home() / "jars", JARS_DIR], target)
 
 
@@ -83,8 +81,6 @@ def build_delta_agent(target: Path = DELTA_AGENT_JAR) -> Path | None:
     Raises:
         subprocess.CalledProcessError: javac refused the source.
     """
-    from lakehouse_assets.devtools.spark_server import spark_home
-
     (byte_buddy,) = sorted(target.parent.glob("net.bytebuddy_byte-buddy-*.jar"))
     agent = "lakehouse.delta.ChecksumStateAgent"
     manifest = {"Premain-Class": agent, "Class-Path": byte_buddy.name}

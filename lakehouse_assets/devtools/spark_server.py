@@ -15,8 +15,6 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-import pyspark
-
 from lakehouse_assets.devtools import sql_auth
 from lakehouse_assets.devtools.python_daemons import DaemonReaper
 from lakehouse_assets.devtools.service import LOOPBACK, LocalService, free_port, port_is_taken
@@ -32,6 +30,7 @@ from resources.spark_jvm import (
     jvm_settings,
     pinned_jars,
     quick_start_options,
+    spark_home,
     without_connect,
     write_properties,
 )
@@ -65,11 +64,6 @@ LATE_C2_OPTIONS = (
 
 class SparkServerError(RuntimeError):
     """The Spark Connect server could not be started."""
-
-
-def spark_home() -> Path:
-    """The installed pyspark package: Spark's jars and scripts."""
-    return Path(pyspark.__file__).parent
 
 
 def server_command(

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from lakehouse_assets.devtools.java_classes import SOURCES, compile_jar
 from resources.settings import ENV_SQL_PASSWORD
-from resources.spark_jvm import JARS_DIR
+from resources.spark_jvm import JARS_DIR, spark_home
 
 SOURCE = SOURCES / "lakehouse/sql/EnvironmentPasswordAuthenticator.java"
 AUTHENTICATOR = "lakehouse.sql.EnvironmentPasswordAuthenticator"
@@ -37,8 +37,6 @@ def build(target: Path = AUTH_JAR) -> Path | None:
     Raises:
         subprocess.CalledProcessError: javac refused the source.
     """
-    from lakehouse_assets.devtools.spark_server import spark_home
-
     return compile_jar([SOURCE], [spark_home() / "jars"], target)
 
 

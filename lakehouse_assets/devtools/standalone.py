@@ -12,8 +12,8 @@ import sys
 from collections.abc import Iterator
 
 from lakehouse_assets.devtools.service import LOOPBACK, LocalService, free_port, port_is_taken
-from lakehouse_assets.devtools.spark_server import SparkServerError, spark_home
-from resources.spark_jvm import without_connect
+from lakehouse_assets.devtools.spark_server import SparkServerError
+from resources.spark_jvm import spark_home, without_connect
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
