@@ -21,8 +21,14 @@ from resources import delta_log
 from resources.object_store import hadoop_uri
 
 STREAM_WRITE = "STREAMING UPDATE"  # the operation of a commit of Delta's streaming sink
-# Spark's words when another run created a checkpoint file of this stream first.
-CONCURRENT_RUN_MARKS = ("CONCURRENT_STREAM_LOG_UPDATE", "concurrently using")
+# Spark's words when another run created a checkpoint file of this stream first, and Delta's when
+# another run committed a batch of this stream (its transaction marker) while this one wrote it:
+# two runs that both found a batch's offsets without its commit (as after a crash) run it at once.
+CONCURRENT_RUN_MARKS = (
+    "CONCURRENT_STREAM_LOG_UPDATE",
+    "concurrently using",
+    "DELTA_CONCURRENT_TRANSACTION",
+)
 
 
 class StreamRunElsewhere(RuntimeError):
@@ -52,7 +58,8 @@ def run_available_now(
     Raises:
         StreamRunElsewhere: another application created this stream's next checkpoint file first
             (its metadata, or a batch's offsets; on an object store each is created only if
-            absent): this run stopped before writing what would follow, and the other goes on.
+            absent), or committed the batch this run was writing: this run stopped before
+            writing what would follow, and the other goes on.
         pyspark.errors.StreamingQueryException: a batch failed; the checkpoint keeps the offsets
             of the failed batch, so the next run retries it.
     """
@@ -73,9 +80,10 @@ def run_available_now(
         if any(mark in str(error) for mark in CONCURRENT_RUN_MARKS):
             raise StreamRunElsewhere(
                 f"The stream {stream} is being run by another Spark application at the same "
-                f"time: that run created the next file of its checkpoint {checkpoint} first. This "
-                "run stopped before writing what would follow, and the other goes on; nothing is "
-                "lost or written twice. Run it again once the other has finished."
+                f"time: that run wrote the next batch, or the next file of its checkpoint "
+                f"{checkpoint}, first. This run stopped before writing what would follow, and the "
+                "other goes on; nothing is lost or written twice. Run it again once the other has "
+                "finished."
             ) from error
         raise
     query_id = str(query.id)
