@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 from typing import TYPE_CHECKING, Any
 
 from resources import (
@@ -111,18 +112,36 @@ def keys_missing(lake: LakeResource, spark: SparkSession, spec: ParsedTable) -> 
 
 
 def sources() -> None:
-    """List the declared sources (``LAKEHOUSE_SOURCES``); exit 1 naming every invalid file."""
-    from lakehouse_assets.fitness.names import TABLES
-    from lakehouse_assets.sources.declarations import load_declarations
+    """List the declared sources: the defs tree's (``components.Source``) and those of the
+    ``LAKEHOUSE_SOURCES`` folder; exit 1 naming every invalid one."""
+    import dagster as dg
+
+    from lakehouse_assets.components.project import declared_sources, project_tree
+    from lakehouse_assets.components.source import Source
+    from lakehouse_assets.sources.declaration_errors import InvalidDeclaration
     from resources.settings import sources_dir
 
-    folder = sources_dir()
-    declared, errors = load_declarations(folder, tables=TABLES)
-    for source in declared:
+    folder, tree = sources_dir(), project_tree()
+    try:
+        with warnings.catch_warnings():  # Dagster's loader warns of its own preview functions
+            warnings.simplefilter("ignore", dg.PreviewWarning)
+            declared, errors = declared_sources(folder, tree)
+            components = [c.declaration for c in tree.get_all_components(of_type=Source)]
+    except Exception as error:  # Dagster wraps a component's own error in its own
+        invalid = error
+        while invalid is not None and not isinstance(invalid, InvalidDeclaration):
+            invalid = invalid.__cause__
+        if invalid is None:
+            raise
+        sys.exit(str(invalid))
+    for source in [*components, *declared]:
         origin = source.topic or f"/{source.topic_pattern}/"
         origin = f"landing/{source.name}/" if source.format == "csv" else origin
         print(f"{source.name}: {origin} ({source.format}, {source.mode})")
-    print(f"{len(declared)} sources declared in {folder}, {len(errors)} files not loaded")
+    print(
+        f"{len(components)} sources declared in {tree.defs_module_path}, {len(declared)} in "
+        f"{folder}, {len(errors)} files not loaded"
+    )
     if errors:
         sys.exit("\n".join(str(error) for error in errors))
 

@@ -1,19 +1,22 @@
-"""The one Definitions object of the lakehouse: the fitness pipeline and the declared sources."""
+"""The one Definitions object of the lakehouse: the fitness pipeline, the sources declared in the
+defs tree (``lakehouse_assets/defs``, ``components.Source``) and in a ``LAKEHOUSE_SOURCES``
+folder, and the jobs over them all."""
 
 import logging
+import warnings
 from collections.abc import Sequence
 
 import dagster as dg
 
+from lakehouse_assets.components.project import declared_sources, project_tree
+from lakehouse_assets.components.source import Source
 from lakehouse_assets.constants import BRONZE, GOLD, QUARANTINE_SUFFIX, SILVER
 from lakehouse_assets.executor import threaded_executor
-from lakehouse_assets.fitness.names import TABLES
 from lakehouse_assets.fitness.pipeline import fitness_pipeline
 from lakehouse_assets.pipeline import tables_by_layer
 from lakehouse_assets.schedules.maintenance import maintenance_definitions
 from lakehouse_assets.schedules.profiles import profile_job, profile_schedule
-from lakehouse_assets.sources.assets import source_pipeline
-from lakehouse_assets.sources.declarations import ROUTE, SourceDeclaration, load_declarations
+from lakehouse_assets.sources.declarations import ROUTE, SourceDeclaration
 from lakehouse_assets.table_metadata import with_table_names
 from resources import build_resources, sensor_settings
 from resources.settings import schema_prefix, sources_dir
@@ -22,10 +25,15 @@ log = logging.getLogger(__name__)
 REPLAY_JOB = "replay_quarantine"
 
 
-def lakehouse_definitions(sources: Sequence[SourceDeclaration] = ()) -> dg.Definitions:
-    """The lakehouse's definitions: the fitness pipeline's and those of ``sources``."""
+def lakehouse_definitions(
+    sources: Sequence[SourceDeclaration] = (), tree: dg.ComponentTree | None = None
+) -> dg.Definitions:
+    """The lakehouse's definitions: the fitness pipeline's, those of ``sources`` and those the
+    defs ``tree`` builds (its ``Source`` components' among them), and the jobs over them all."""
     settings = sensor_settings()
-    pipelines = [fitness_pipeline(settings), *[source_pipeline(s, settings) for s in sources]]
+    components = tree.get_all_components(of_type=Source) if tree else []
+    declared = [*[Source.of(source) for source in sources], *components]
+    pipelines = [fitness_pipeline(settings), *[source.pipeline for source in declared]]
     tables = tables_by_layer(pipelines)
     z_order = {t: c for pipeline in pipelines for t, c in pipeline.z_order.items()}
     listers = [lister for pipeline in pipelines for lister in pipeline.listers]
@@ -48,7 +56,7 @@ def lakehouse_definitions(sources: Sequence[SourceDeclaration] = ()) -> dg.Defin
     )
     assets = [asset for pipeline in pipelines for asset in pipeline.assets]
     # Every silver table rebuilt from all of its upstream (the run config of each silver asset).
-    silver = silver_steps(assets, sources)
+    silver = silver_steps(assets, [source.declaration for source in declared])
     rebuild_job = dg.define_asset_job(
         "silver_full_refresh",
         dg.AssetSelection.assets(*silver),
@@ -68,19 +76,20 @@ def lakehouse_definitions(sources: Sequence[SourceDeclaration] = ()) -> dg.Defin
         "`reason` (a SQL LIKE pattern), `since` and `until` (when bronze ingested them) in its "
         "`replay` config. `lakehouse replay <source>` runs it from a shell.",
     )
-    return dg.Definitions(
-        assets=with_table_names(assets, schema_prefix()),
-        asset_checks=[check for pipeline in pipelines for check in pipeline.freshness_checks],
+    fitness = pipelines[0]
+    project = dg.Definitions(
+        assets=with_table_names(fitness.assets, schema_prefix()),
+        asset_checks=fitness.freshness_checks,
         jobs=[refresh_job, gold_job, rebuild_job, replay_job, *maintenance_jobs.values(), profiles],
         schedules=[*maintenance_schedules, profile_schedule(profiles)],
-        sensors=[
-            *[sensor for pipeline in pipelines for sensor in pipeline.sensors],
-            automation_sensor,
-        ],
+        sensors=[*fitness.sensors, automation_sensor],
         resources=build_resources(as_env_vars=True),
         # Every step of a run in a thread of the run's own process, independent ones at once.
         executor=threaded_executor,
     )
+    # The tree's Source components build their own definitions; the folder's sources alike.
+    built = [source.definitions() for source in declared if source not in components]
+    return dg.Definitions.merge(project, *built, *([tree.build_defs()] if tree else []))
 
 
 def silver_steps(
@@ -100,7 +109,8 @@ def silver_steps(
 
 def replayable_steps() -> list[dg.AssetsDefinition]:
     """The silver steps of the definitions that replay a quarantine."""
-    return [step for step in silver_steps(all_assets, declarations) if quarantine_of(step)]
+    sources = [*declarations, *(c.declaration for c in defs_tree.get_all_components(Source))]
+    return [step for step in silver_steps(all_assets, sources) if quarantine_of(step)]
 
 
 def quarantine_of(asset: dg.AssetsDefinition) -> str | None:
@@ -109,8 +119,11 @@ def quarantine_of(asset: dg.AssetsDefinition) -> str | None:
     return next((name for name in names if name.endswith(QUARANTINE_SUFFIX)), None)
 
 
-declarations, declaration_errors = load_declarations(sources_dir(), tables=TABLES)
+defs_tree = project_tree()
+with warnings.catch_warnings():  # Dagster's loader warns of its own preview functions
+    warnings.simplefilter("ignore", dg.PreviewWarning)
+    declarations, declaration_errors = declared_sources(sources_dir(), defs_tree)
+    defs = lakehouse_definitions(declarations, defs_tree)
 for error in declaration_errors:  # the other sources still load
     log.error("Declared source not loaded: %s", error)
-defs = lakehouse_definitions(declarations)
 all_assets = [asset for asset in defs.assets or () if isinstance(asset, dg.AssetsDefinition)]

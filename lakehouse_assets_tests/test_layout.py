@@ -25,8 +25,9 @@ PLATFORM = {
 PIPELINES = {"fitness": "fitness", "sources": "declared"}
 # Developer tooling: embedded services, sample data, the demos.
 TOOLING = {"devtools"}
-# What users start: the one Definitions, and the `lakehouse` command.
-ENTRY_POINTS = {"definitions", "cli", "admin"}
+# What users start: the one Definitions, its defs tree and the component types its files name,
+# and the `lakehouse` command.
+ENTRY_POINTS = {"definitions", "defs", "components", "cli", "admin"}
 
 
 def part(module: str) -> str | None:

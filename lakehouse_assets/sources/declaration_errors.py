@@ -131,7 +131,9 @@ def field_error(
     """The error of the value at ``loc`` (a pydantic location), on that value's line, in words
     for the person editing the file (``known``: the fields a declaration has)."""
     field = ".".join(str(part) for part in loc)
-    line = next((lines[loc[:n]] for n in range(len(loc), 0, -1) if loc[:n] in lines), 1)
+    # The line of the value, else of the nearest field around it that has one (``()``: the
+    # declaration's own, where it does not start the file), else the first.
+    line = next((lines[loc[:n]] for n in range(len(loc), -1, -1) if loc[:n] in lines), 1)
     if kind == "extra_forbidden" and len(loc) == 1:
         msg = f"unknown field; a declaration has {', '.join(known)}"
     elif kind == "extra_forbidden":

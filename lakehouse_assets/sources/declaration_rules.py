@@ -1,14 +1,12 @@
 """The rules of a declared source across its fields, checked once each field is valid by itself
-(``declarations.load_declaration`` reports them with the file and line), and the names that
-sources of one folder may take (``declarations.load_declarations``)."""
+(``declaration_files`` reports them with the file and line)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
 
-from lakehouse_assets.constants import QUARANTINE_SUFFIX, REPLAYS_SUFFIX
-from lakehouse_assets.sources.declaration_errors import DeclarationError, lines_of, named_twice
+from lakehouse_assets.sources.declaration_errors import named_twice
 from lakehouse_assets.sources.declarations import (
     CDC_MODES,
     LANDING,
@@ -76,27 +74,3 @@ def _columns_once(declaration: SourceDeclaration) -> Iterator[tuple[str, str]]:
         twice = named_twice(columns)
         if twice is not None:
             yield field, twice
-
-
-def named_once(
-    loaded: list[tuple[Path, SourceDeclaration]],
-    reserved: set[str],
-    errors: list[DeclarationError],
-) -> list[tuple[Path, SourceDeclaration]]:
-    """The ``loaded`` declarations whose name no other file and no ``reserved`` table takes;
-    the others' errors added to ``errors``."""
-    names = [declaration.name for _, declaration in loaded]
-    accepted: list[tuple[Path, SourceDeclaration]] = []
-    for path, declaration in loaded:
-        quarantine = f"{declaration.name}{QUARANTINE_SUFFIX}"
-        taken = {declaration.name, quarantine, f"{quarantine}{REPLAYS_SUFFIX}"} & reserved
-        if taken:
-            message = f"the name {declaration.name!r} is taken: a table {sorted(taken)[0]} exists"
-            errors.append(DeclarationError(path, lines_of(path).get(("name",), 1), "name", message))
-        elif names.count(declaration.name) > 1:
-            others = [str(p) for p, d in loaded if d.name == declaration.name and p != path]
-            message = f"the name {declaration.name!r} is also declared by {', '.join(others)}"
-            errors.append(DeclarationError(path, lines_of(path).get(("name",), 1), "name", message))
-        else:
-            accepted.append((path, declaration))
-    return accepted

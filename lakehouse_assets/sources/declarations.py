@@ -32,26 +32,11 @@ sources still load.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
-from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
-from lakehouse_assets.constants import BRONZE, QUARANTINE_SUFFIX, SILVER
-from lakehouse_assets.sources.declaration_errors import (
-    DeclarationError,
-    InvalidDeclaration,
-    field_lines,
-    lines_of,
-    read_document,
-    rule_error,
-    validation_errors,
-)
-from lakehouse_assets.sources.expectation_declarations import (
-    DeclaredExpectation,
-    reference_errors,
-)
+from lakehouse_assets.sources.expectation_declarations import DeclaredExpectation
 from lakehouse_assets.sources.field_declarations import NAME, DeclaredField, Name
 from lakehouse_assets.sources.routing import FIELD_PATH, SEPARATOR, Routing
 from lakehouse_assets.sources.transforms import KAFKA_COLUMNS, LANDING_COLUMNS
@@ -210,65 +195,3 @@ class SourceDeclaration(BaseModel):
     def keyed(self) -> bool:
         """Whether silver keeps one row (or one history) per key rather than every record."""
         return self.mode != "append"
-
-
-FIELDS = tuple(SourceDeclaration.model_fields)  # named by the error of an unknown field
-
-
-def load_declaration(path: Path) -> SourceDeclaration:
-    """The declaration in ``path`` (its name defaults to the file's).
-
-    Raises:
-        InvalidDeclaration: the file is not YAML, or does not declare a valid source.
-    """
-    node, data = read_document(path)
-    lines = dict(field_lines(node))
-    data.setdefault("name", path.stem)
-    if isinstance(data.get("avro_schema"), str):  # relative to the declaration
-        data["avro_schema"] = str((path.parent / data["avro_schema"]).resolve())
-    try:
-        declaration = SourceDeclaration.model_validate(data)
-    except ValidationError as error:
-        raise InvalidDeclaration(validation_errors(path, lines, error, FIELDS)) from None
-    from lakehouse_assets.sources.declaration_rules import rule_errors  # it reads the model
-
-    problems = [rule_error(path, lines, f, msg) for f, msg in rule_errors(declaration)]
-    if problems:
-        raise InvalidDeclaration(problems)
-    return declaration
-
-
-def load_declarations(
-    folder: Path, tables: Collection[str] = ()
-) -> tuple[list[SourceDeclaration], list[DeclarationError]]:
-    """Every valid declaration in ``folder`` (``*.yaml``, ``*.yml``; none when it does not
-    exist), and the errors of the others. ``tables``: the built-in pipeline's, as
-    ``<layer>.<table>``. Two files declaring one name are both refused, and so is a name whose
-    bronze or silver tables would be among ``tables``, and an expectation ``references`` to a
-    table neither among ``tables`` nor a declared source's."""
-    reserved = {t.split(".", 1)[1] for t in tables if t.split(".", 1)[0] in (BRONZE, SILVER)}
-    paths = sorted([*folder.glob("*.yaml"), *folder.glob("*.yml")]) if folder.is_dir() else []
-    loaded: list[tuple[Path, SourceDeclaration]] = []
-    errors: list[DeclarationError] = []
-    for path in paths:
-        try:
-            loaded.append((path, load_declaration(path)))
-        except InvalidDeclaration as invalid:
-            errors.extend(invalid.errors)
-    from lakehouse_assets.sources.declaration_rules import named_once  # it reads the model
-
-    accepted = named_once(loaded, reserved, errors)
-    # A reference may name the tables of the sources that load (not of those refused above).
-    known = set(tables)
-    for _, declaration in accepted:
-        name = declaration.name
-        known |= {f"{BRONZE}.{name}", f"{SILVER}.{name}", f"{SILVER}.{name}{QUARANTINE_SUFFIX}"}
-    declarations = []
-    for path, declaration in accepted:
-        unknown = list(reference_errors(declaration.expectations, known))
-        if unknown:
-            lines = lines_of(path)
-            errors.extend(rule_error(path, lines, field, message) for field, message in unknown)
-        else:
-            declarations.append(declaration)
-    return declarations, errors

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Iterator, Sequence
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -30,9 +30,6 @@ from lakehouse_assets.checks.rules import (
 from lakehouse_assets.sources.check_sql import check_columns
 from lakehouse_assets.sources.declaration_errors import named_twice
 from lakehouse_assets.sources.field_declarations import Name
-
-if TYPE_CHECKING:  # the declaration holds its expectations
-    from lakehouse_assets.sources.declarations import SourceDeclaration
 
 TABLE = re.compile(r"(bronze|silver|gold)\.[a-z][a-z0-9_]*")
 COLUMN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -189,21 +186,24 @@ def _named_columns(
         yield "references", expectation.references.columns, table_columns
 
 
-def require_columns(source: SourceDeclaration, columns: Collection[str]) -> None:
+def require_columns(
+    source: str, expectations: Sequence[DeclaredExpectation], columns: Collection[str]
+) -> None:
     """Refuse a run whose records (of ``columns``, an inferred schema) lack a column that one of
-    the ``source``'s ``check`` expectations names (a declaration's fields are checked at load).
+    the ``check`` ``expectations`` of the ``source`` names (a declaration's fields are checked at
+    load).
 
     Raises:
         ExpectationError: naming the expectation, the columns and the columns there are.
     """
-    for expectation in source.expectations:
+    for expectation in expectations:
         if expectation.check is None:
             continue
         present = {column.lower() for column in columns}  # Spark's names ignore case
         missing = sorted(c for c in check_columns(expectation.check) if c.lower() not in present)
         if missing:
             raise ExpectationError(
-                f"The expectation {expectation.name!r} of the source {source.name!r} names "
+                f"The expectation {expectation.name!r} of the source {source!r} names "
                 f"{', '.join(missing)}, which its records do not have (their columns: "
                 f"{', '.join(columns)}). Fix the check in the declaration; the records wait in "
                 "bronze and are read once it is fixed."

@@ -161,7 +161,7 @@ def _expected(
     expectations = [declared.expectation() for declared in source.expectations]
     if not any(expectation.per_row for expectation in expectations):
         return typed, {}
-    require_columns(source, columns)
+    require_columns(source.name, source.expectations, columns)
     require_conditions(typed, expectations)
     judged = F.col(REASON).isNull() & ~F.col(SKIPPED) & ~F.col(DELETED)
     marked = mark_dropped(typed, expectations, REASON, judged)

@@ -33,7 +33,8 @@ from pyspark.sql.types import (
 )
 
 from lakehouse_assets.constants import SILVER
-from lakehouse_assets.sources.declarations import SourceDeclaration, load_declaration
+from lakehouse_assets.sources.declaration_files import load_declaration
+from lakehouse_assets.sources.declarations import SourceDeclaration
 from lakehouse_assets.sources.refine import refine
 from resources import LakeResource
 
