@@ -67,7 +67,7 @@ from lakehouse_assets.devtools.broker import EmbeddedBroker  # noqa: E402
 from lakehouse_assets.devtools.demo import step_seconds  # noqa: E402
 from lakehouse_assets.devtools.spark_server import SparkConnectServer  # noqa: E402
 from lakehouse_assets.sources.assets import source_assets  # noqa: E402
-from lakehouse_assets.sources.declarations import SourceDeclaration  # noqa: E402
+from lakehouse_assets.sources.declaration.model import SourceDeclaration  # noqa: E402
 from resources import ENV_SPARK_REMOTE, build_resources  # noqa: E402
 from resources.settings import ENV_PROFILE, profile_mode  # noqa: E402
 

@@ -45,7 +45,7 @@ from lakehouse_assets.devtools.demo import step_seconds  # noqa: E402
 from lakehouse_assets.devtools.sample_data import Message, produce  # noqa: E402
 from lakehouse_assets.devtools.spark_server import SparkConnectServer  # noqa: E402
 from lakehouse_assets.sources.assets import source_assets  # noqa: E402
-from lakehouse_assets.sources.declaration_files import load_declaration  # noqa: E402
+from lakehouse_assets.sources.declaration.files import load_declaration  # noqa: E402
 from resources import ENV_SPARK_REMOTE, build_resources  # noqa: E402
 
 own_metastore()  # before any Spark starts: the benchmark's catalog is its own

@@ -47,8 +47,8 @@ from lakehouse_assets.devtools.demo import step_seconds  # noqa: E402
 from lakehouse_assets.devtools.postgres import PostgresServer  # noqa: E402
 from lakehouse_assets.devtools.spark_server import SparkConnectServer  # noqa: E402
 from lakehouse_assets.sources.assets import source_assets  # noqa: E402
-from lakehouse_assets.sources.declarations import SourceDeclaration  # noqa: E402
-from lakehouse_assets.sources.routing import table_name  # noqa: E402
+from lakehouse_assets.sources.declaration.model import SourceDeclaration  # noqa: E402
+from lakehouse_assets.sources.declaration.routing import table_name  # noqa: E402
 from resources import ENV_SPARK_REMOTE, DocumentStoreResource, build_resources  # noqa: E402
 
 own_metastore()  # before any Spark starts: the benchmark's catalog is its own

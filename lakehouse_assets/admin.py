@@ -118,7 +118,7 @@ def sources() -> None:
 
     from lakehouse_assets.components.project import declared_sources, project_tree
     from lakehouse_assets.components.source import Source
-    from lakehouse_assets.sources.declaration_errors import InvalidDeclaration
+    from lakehouse_assets.sources.declaration.errors import InvalidDeclaration
     from resources.settings import sources_dir
 
     folder, tree = sources_dir(), project_tree()

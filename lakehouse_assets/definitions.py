@@ -16,7 +16,7 @@ from lakehouse_assets.fitness.pipeline import fitness_pipeline
 from lakehouse_assets.pipeline import tables_by_layer
 from lakehouse_assets.schedules.maintenance import maintenance_definitions
 from lakehouse_assets.schedules.profiles import profile_job, profile_schedule
-from lakehouse_assets.sources.declarations import ROUTE, SourceDeclaration
+from lakehouse_assets.sources.declaration.model import ROUTE, SourceDeclaration
 from lakehouse_assets.table_metadata import with_table_names
 from resources import build_resources, sensor_settings
 from resources.settings import schema_prefix, sources_dir

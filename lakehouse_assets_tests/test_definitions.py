@@ -12,7 +12,7 @@ import pytest
 
 from lakehouse_assets.definitions import defs, lakehouse_definitions
 from lakehouse_assets.sources.assets import source_tables
-from lakehouse_assets.sources.declaration_files import load_declarations
+from lakehouse_assets.sources.declaration.files import load_declarations
 from resources import ENV_SPARK_CONF, SparkResource, build_resources
 from resources.settings import ENV_SOURCES_DIR
 

@@ -1,9 +1,9 @@
 """What a table's own data-quality rules are: expectations (``checks.expectations``) that fail on
 violation, as a pipeline declares them beside its tables (``silver/rules.py``, ``gold/rules.py``,
-``sources/rules.py``): its primary key (unique, not null), the values a column accepts, and the
-conditions every row must meet. Each becomes a blocking Dagster asset check of the table's asset
-(``checks.results``), evaluated on the table after each write; the rules themselves are plain
-data.
+``sources/writing/rules.py``): its primary key (unique, not null), the values a column
+accepts, and the conditions every row must meet. Each becomes a blocking Dagster asset check of
+the table's asset (``checks.results``), evaluated on the table after each write; the rules
+themselves are plain data.
 """
 
 from __future__ import annotations

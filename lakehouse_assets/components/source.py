@@ -30,9 +30,9 @@ from pydantic import BaseModel, Field
 
 from lakehouse_assets.pipeline import Pipeline
 from lakehouse_assets.sources.assets import source_pipeline
-from lakehouse_assets.sources.declaration_files import DeclaredSource, declared
-from lakehouse_assets.sources.declarations import CDC_MODES, Mode, SourceDeclaration
-from lakehouse_assets.sources.field_declarations import Name
+from lakehouse_assets.sources.declaration.fields import Name
+from lakehouse_assets.sources.declaration.files import DeclaredSource, declared
+from lakehouse_assets.sources.declaration.model import CDC_MODES, Mode, SourceDeclaration
 from lakehouse_assets.table_metadata import with_table_names
 from resources import sensor_settings
 from resources.settings import schema_prefix

@@ -153,7 +153,7 @@ def cdc_demo() -> None:
     import dagster as dg
 
     from lakehouse_assets.sources.assets import source_assets
-    from lakehouse_assets.sources.declaration_files import load_declaration
+    from lakehouse_assets.sources.declaration.files import load_declaration
     from resources import build_resources
 
     home = Path(tempfile.mkdtemp(prefix="lakehouse-cdc-demo-"))

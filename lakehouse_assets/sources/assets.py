@@ -38,15 +38,15 @@ from lakehouse_assets.refinement.step import (
     refined_specs,
 )
 from lakehouse_assets.sensors.streams import kafka_lag_sensor, landing_sensor
-from lakehouse_assets.sources import route_assets
-from lakehouse_assets.sources.columns import ADDED, field_description
-from lakehouse_assets.sources.declarations import CDC_MODES, LANDING, ROUTE, SourceDeclaration
-from lakehouse_assets.sources.fields import fields_table
-from lakehouse_assets.sources.reading import reinfer_schema, schema_path
-from lakehouse_assets.sources.refine import Refined, refine
-from lakehouse_assets.sources.rules import source_rules
-from lakehouse_assets.sources.transforms import CHANGE_TYPE
-from lakehouse_assets.sources.writes import deletes_table
+from lakehouse_assets.sources.declaration.model import CDC_MODES, LANDING, ROUTE, SourceDeclaration
+from lakehouse_assets.sources.decoding.reading import reinfer_schema, schema_path
+from lakehouse_assets.sources.routing import assets as route_assets
+from lakehouse_assets.sources.writing.columns import ADDED, field_description
+from lakehouse_assets.sources.writing.fields import fields_table
+from lakehouse_assets.sources.writing.refine import Refined, refine
+from lakehouse_assets.sources.writing.rules import source_rules
+from lakehouse_assets.sources.writing.transforms import CHANGE_TYPE
+from lakehouse_assets.sources.writing.writes import deletes_table
 from lakehouse_assets.table_metadata import code_references, table_metadata
 from lakehouse_assets.validation import QUARANTINE_AND_REPLAYS
 from resources import LakeResource, SensorSettings, SparkResource

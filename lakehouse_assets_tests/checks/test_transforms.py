@@ -15,8 +15,8 @@ from lakehouse_assets.checks.transforms import count_offending, evaluate
 from lakehouse_assets.constants import GOLD, SILVER
 from lakehouse_assets.fitness.gold.rules import RULES as GOLD_RULES
 from lakehouse_assets.fitness.silver.rules import RULES as SILVER_RULES
-from lakehouse_assets.sources.declarations import SourceDeclaration
-from lakehouse_assets.sources.rules import source_rules
+from lakehouse_assets.sources.declaration.model import SourceDeclaration
+from lakehouse_assets.sources.writing.rules import source_rules
 
 T0 = datetime(2026, 11, 1, 8, 0)
 MIN = timedelta(minutes=1)

@@ -10,7 +10,7 @@ import dagster as dg
 
 from lakehouse_assets.definitions import defs, lakehouse_definitions
 from lakehouse_assets.sensors.chain import automation_window, chain_request, following
-from lakehouse_assets.sources.declaration_files import load_declarations
+from lakehouse_assets.sources.declaration.files import load_declarations
 
 GRAPH = defs.get_repository_def().asset_graph
 REPO_ROOT = Path(__file__).resolve().parents[2]

@@ -9,9 +9,9 @@ from decimal import Decimal
 import pyarrow as pa
 import pytest
 
-from lakehouse_assets.sources import columnar
-from lakehouse_assets.sources.read_spec import ReadSpec
-from lakehouse_assets.sources.reader import Reader, output_fields, read_batches
+from lakehouse_assets.sources.decoding import columnar
+from lakehouse_assets.sources.decoding.read_spec import ReadSpec
+from lakehouse_assets.sources.decoding.reader import Reader, output_fields, read_batches
 
 SCHEMA = {"id": "long", "n": "int", "who": {"name": "string"}, "ok": "boolean", "x": "double"}
 CLEAN = {"id": 1, "n": 2, "who": {"name": "ann"}, "ok": True, "x": 1.5}

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from lakehouse_assets.sources import evolution
-from lakehouse_assets.sources import schema as types
-from lakehouse_assets.sources.read_spec import ReadSpec
-from lakehouse_assets.sources.reader import Reader
+from lakehouse_assets.sources.decoding import evolution
+from lakehouse_assets.sources.decoding import schema as types
+from lakehouse_assets.sources.decoding.read_spec import ReadSpec
+from lakehouse_assets.sources.decoding.reader import Reader
 
 UTC = dt.UTC
 

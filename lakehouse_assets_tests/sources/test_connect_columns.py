@@ -13,9 +13,9 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from lakehouse_assets.sources import columnar
-from lakehouse_assets.sources.read_spec import ReadSpec
-from lakehouse_assets.sources.reader import read_batches
+from lakehouse_assets.sources.decoding import columnar
+from lakehouse_assets.sources.decoding.read_spec import ReadSpec
+from lakehouse_assets.sources.decoding.reader import read_batches
 from lakehouse_assets_tests.sources.test_columnar import batch, one_at_a_time, rows
 from lakehouse_assets_tests.sources.test_connect import field
 

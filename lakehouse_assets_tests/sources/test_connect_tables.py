@@ -27,8 +27,8 @@ from lakehouse_assets.constants import SILVER, asset_key
 from lakehouse_assets.devtools.broker import EmbeddedBroker
 from lakehouse_assets.devtools.sample_data import Message, produce
 from lakehouse_assets.sources.assets import source_assets
-from lakehouse_assets.sources.declaration_files import load_declaration
-from lakehouse_assets.sources.refine import refine
+from lakehouse_assets.sources.declaration.files import load_declaration
+from lakehouse_assets.sources.writing.refine import refine
 from lakehouse_assets_tests.sources.test_connect import VARIABLE, field
 from lakehouse_assets_tests.sources.test_merge_shapes import AT, BRONZE_SCHEMA
 from resources import LakeResource

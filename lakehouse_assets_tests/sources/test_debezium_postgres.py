@@ -44,7 +44,7 @@ from lakehouse_assets.devtools.cdc_demo import (
 from lakehouse_assets.devtools.kafka_connect import KafkaConnect, postgres_connector
 from lakehouse_assets.devtools.postgres import PostgresServer
 from lakehouse_assets.sources.assets import source_assets
-from lakehouse_assets.sources.declaration_files import load_declaration
+from lakehouse_assets.sources.declaration.files import load_declaration
 from resources import ENV_KAFKA_BOOTSTRAP_SERVERS, LakeResource
 
 pytestmark = pytest.mark.external  # Debezium's connector on Kafka Connect

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from lakehouse_assets.sources.declaration_files import (
+from lakehouse_assets.sources.declaration.files import (
     InvalidDeclaration,
     load_declaration,
     load_declarations,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from lakehouse_assets.checks.expectations import Expectation
-from lakehouse_assets.sources.declaration_files import (
+from lakehouse_assets.sources.declaration.files import (
     InvalidDeclaration,
     load_declaration,
     load_declarations,

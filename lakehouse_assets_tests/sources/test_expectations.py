@@ -22,7 +22,7 @@ from lakehouse_assets.devtools.sample_data import Message, produce
 from lakehouse_assets.fitness.names import LANDING_REGISTERED_USERS, USERS
 from lakehouse_assets.fitness.pipeline import fitness_assets
 from lakehouse_assets.sources.assets import source_assets
-from lakehouse_assets.sources.declaration_files import load_declaration
+from lakehouse_assets.sources.declaration.files import load_declaration
 from lakehouse_assets_tests import fitness_oracle as oracle
 from lakehouse_assets_tests.sources.test_debezium import TOPIC, change, table
 from lakehouse_assets_tests.sources.test_declared_fields import BADGES, drop_file, quarantined

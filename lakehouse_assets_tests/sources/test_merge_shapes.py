@@ -33,9 +33,9 @@ from pyspark.sql.types import (
 )
 
 from lakehouse_assets.constants import SILVER
-from lakehouse_assets.sources.declaration_files import load_declaration
-from lakehouse_assets.sources.declarations import SourceDeclaration
-from lakehouse_assets.sources.refine import refine
+from lakehouse_assets.sources.declaration.files import load_declaration
+from lakehouse_assets.sources.declaration.model import SourceDeclaration
+from lakehouse_assets.sources.writing.refine import refine
 from resources import LakeResource
 
 BRONZE_SCHEMA = StructType(

@@ -10,8 +10,8 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from lakehouse_assets.sources import notices
-from lakehouse_assets.sources.routing import DocumentKind, Routing
+from lakehouse_assets.sources.declaration.routing import DocumentKind, Routing
+from lakehouse_assets.sources.routing import notices
 
 ROUTING = Routing(
     documents={"CommCareCase": DocumentKind(table="cases", month_from="opened_on")},

@@ -8,10 +8,10 @@ from decimal import Decimal
 
 import pytest
 
-from lakehouse_assets.sources import cdc
-from lakehouse_assets.sources.read_spec import ReadSpec
-from lakehouse_assets.sources.reader import TRUNCATE_REJECTED, Reader
-from lakehouse_assets.sources.values import observed
+from lakehouse_assets.sources.decoding.read_spec import ReadSpec
+from lakehouse_assets.sources.decoding.reader import TRUNCATE_REJECTED, Reader
+from lakehouse_assets.sources.decoding.values import observed
+from lakehouse_assets.sources.writing import cdc
 
 SCHEMA = {
     "id": "long", "n": "int", "day": "date", "at": "timestamp", "who": {"name": "string"},

@@ -29,9 +29,9 @@ from lakehouse_assets.fitness.silver.parsed import PARSED_TABLES
 from lakehouse_assets.refinement import parsed as parsed_step
 from lakehouse_assets.refinement.parsed import parsed_table_asset
 from lakehouse_assets.refinement.replay import open_quarantine
-from lakehouse_assets.sources import refine as refine_step
 from lakehouse_assets.sources.assets import source_assets
-from lakehouse_assets.sources.declaration_files import load_declaration
+from lakehouse_assets.sources.declaration.files import load_declaration
+from lakehouse_assets.sources.writing import refine as refine_step
 from lakehouse_assets.validation import REASON, first_failure
 from lakehouse_assets_tests import fitness_oracle as oracle
 from lakehouse_assets_tests.sources.test_debezium import BATCH_1, BATCH_2, COLUMNS, TOPIC, table

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from lakehouse_assets.sources import schema as types
-from lakehouse_assets.sources.schema import SchemaError
+from lakehouse_assets.sources.decoding import schema as types
+from lakehouse_assets.sources.decoding.schema import SchemaError
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pyspark.sql import SparkSession
 
-from lakehouse_assets.sources.transforms import newest_per_key
+from lakehouse_assets.sources.writing.transforms import newest_per_key
 
 COLUMNS = "id long, name string, _sequence long, _kafka_offset long"
 

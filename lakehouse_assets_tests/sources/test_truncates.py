@@ -18,9 +18,9 @@ import pytest
 from pyspark.sql import SparkSession
 
 from lakehouse_assets.constants import SILVER
-from lakehouse_assets.sources.declaration_files import load_declaration
-from lakehouse_assets.sources.reader import TRUNCATE_REJECTED
-from lakehouse_assets.sources.refine import refine
+from lakehouse_assets.sources.declaration.files import load_declaration
+from lakehouse_assets.sources.decoding.reader import TRUNCATE_REJECTED
+from lakehouse_assets.sources.writing.refine import refine
 from lakehouse_assets_tests.sources.test_merge_shapes import (
     AT,
     BRONZE_SCHEMA,

@@ -11,11 +11,11 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, StructType
 
 from lakehouse_assets.constants import SILVER
-from lakehouse_assets.sources import cdc, transforms
-from lakehouse_assets.sources import schema as types
-from lakehouse_assets.sources.declarations import SourceDeclaration
-from lakehouse_assets.sources.reader import DELETED, ORDER_KIND, SEQUENCE, SKIPPED
-from lakehouse_assets.sources.schema import Schema
+from lakehouse_assets.sources.declaration.model import SourceDeclaration
+from lakehouse_assets.sources.decoding import schema as types
+from lakehouse_assets.sources.decoding.reader import DELETED, ORDER_KIND, SEQUENCE, SKIPPED
+from lakehouse_assets.sources.decoding.schema import Schema
+from lakehouse_assets.sources.writing import cdc, transforms
 from lakehouse_assets.validation import REASON
 from resources import LakeResource
 from resources.delta_log import Markers, spark_schema

@@ -6,17 +6,17 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from lakehouse_assets.sources.declaration_errors import named_twice
-from lakehouse_assets.sources.declarations import (
+from lakehouse_assets.sources.declaration.errors import named_twice
+from lakehouse_assets.sources.declaration.expectations import expectation_errors
+from lakehouse_assets.sources.declaration.fields import field_errors
+from lakehouse_assets.sources.declaration.model import (
     CDC_MODES,
     LANDING,
     OFFSET,
     ROUTE,
     SourceDeclaration,
 )
-from lakehouse_assets.sources.expectation_declarations import expectation_errors
-from lakehouse_assets.sources.field_declarations import field_errors
-from lakehouse_assets.sources.routing import routing_errors
+from lakehouse_assets.sources.declaration.routing import routing_errors
 
 
 def rule_errors(declaration: SourceDeclaration) -> Iterator[tuple[str, str]]:
@@ -48,7 +48,7 @@ def rule_errors(declaration: SourceDeclaration) -> Iterator[tuple[str, str]]:
     if (declaration.format == "avro") != (declaration.avro_schema is not None):
         yield "avro_schema", "an avro source names its .avsc file (and only an avro source)"
     elif declaration.avro_schema is not None:
-        from lakehouse_assets.sources.avro import AvroSchemaError, read_avsc, table_schema
+        from lakehouse_assets.sources.decoding.avro import AvroSchemaError, read_avsc, table_schema
 
         try:
             table_schema(read_avsc(Path(declaration.avro_schema)), declaration.avro_schema)

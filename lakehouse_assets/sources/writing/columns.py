@@ -2,10 +2,10 @@
 Dagster UI): the columns the lakehouse adds are described here; the record's own fields name
 their source and its schema file."""
 
-from lakehouse_assets.sources.cdc import IS_CURRENT, VALID_FROM, VALID_TO
-from lakehouse_assets.sources.declarations import SourceDeclaration
-from lakehouse_assets.sources.reader import OP, SEQUENCE
-from lakehouse_assets.sources.reading import schema_path
+from lakehouse_assets.sources.declaration.model import SourceDeclaration
+from lakehouse_assets.sources.decoding.reader import OP, SEQUENCE
+from lakehouse_assets.sources.decoding.reading import schema_path
+from lakehouse_assets.sources.writing.cdc import IS_CURRENT, VALID_FROM, VALID_TO
 
 ADDED = {
     "_kafka_key": "The Kafka record's key, as text.",

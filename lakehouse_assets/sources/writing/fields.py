@@ -12,9 +12,9 @@ from pyspark.sql import functions as F
 from lakehouse_assets.checks.expectations import mark_dropped, require_conditions
 from lakehouse_assets.checks.rules import TableRules, accepted_values, primary_key
 from lakehouse_assets.refinement.parsed_table import ParsedTable, Transform
-from lakehouse_assets.sources.columns import ADDED
-from lakehouse_assets.sources.declarations import LANDING, SourceDeclaration
-from lakehouse_assets.sources.transforms import (
+from lakehouse_assets.sources.declaration.model import LANDING, SourceDeclaration
+from lakehouse_assets.sources.writing.columns import ADDED
+from lakehouse_assets.sources.writing.transforms import (
     KAFKA_COLUMNS,
     LANDING_COLUMNS,
     newest_per_key,

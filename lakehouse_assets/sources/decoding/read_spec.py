@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lakehouse_assets.sources import debezium
-from lakehouse_assets.sources import schema as types
-from lakehouse_assets.sources.schema import Schema, Type
+from lakehouse_assets.sources.decoding import debezium
+from lakehouse_assets.sources.decoding import schema as types
+from lakehouse_assets.sources.decoding.schema import Schema, Type
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,9 @@ from collections.abc import Sequence
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from lakehouse_assets.sources.debezium import TRUNCATE
-from lakehouse_assets.sources.reader import DELETED, OP, SEQUENCE, UNAVAILABLE
-from lakehouse_assets.sources.transforms import KAFKA_COLUMNS, newest_per_key
+from lakehouse_assets.sources.decoding.debezium import TRUNCATE
+from lakehouse_assets.sources.decoding.reader import DELETED, OP, SEQUENCE, UNAVAILABLE
+from lakehouse_assets.sources.writing.transforms import KAFKA_COLUMNS, newest_per_key
 from resources.delta_merge import Side
 
 DELETES_SUFFIX = "_deletes"

@@ -1,7 +1,7 @@
-"""Declared sources: one YAML file per Kafka source (or landing folder), validated, each
-becoming bronze and silver assets (``lakehouse_assets.sources.assets``) without code.
-
-A declaration (``sources/orders.yaml``; the file's name is the source's name)::
+"""A declared source's fields: a Kafka source (or landing folder) in a few lines of YAML, which
+become its bronze and silver assets (``lakehouse_assets.sources.assets``) without code. They are
+the ``attributes`` of a ``defs.yaml`` (``components.Source``; the folder's name is the source's),
+or a file of a ``LAKEHOUSE_SOURCES`` folder (the file's name is the source's)::
 
     topic: shop.public.orders        # or topic_pattern: 'shop\\.public\\..*'
     format: debezium-json            # json | debezium-json | avro | csv (landing/<name>/)
@@ -21,12 +21,9 @@ and checked by its rules (``validation``), a record breaking one quarantined wit
       - {name: zip, type: integer, required: false, path: address.zip}
       - {name: action, type: string, allowed: [start, stop]}
 
-An ``expectations`` block states what the silver table should hold
-(``lakehouse_assets.sources.expectation_declarations``); a ``route-by-type`` source adds a
-``routing`` block (``lakehouse_assets.sources.routing``).
-
-A file that does not validate is reported with its file, line and field, and skipped: the other
-sources still load.
+An ``expectations`` block states what the silver table should hold (``expectations``); a
+``route-by-type`` source adds a ``routing`` block (``routing``). The rules across the fields are
+``rules``; ``files`` reads a declaration's file and reports what is wrong with its line.
 """
 
 from __future__ import annotations
@@ -36,10 +33,10 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
-from lakehouse_assets.sources.expectation_declarations import DeclaredExpectation
-from lakehouse_assets.sources.field_declarations import NAME, DeclaredField, Name
-from lakehouse_assets.sources.routing import FIELD_PATH, SEPARATOR, Routing
-from lakehouse_assets.sources.transforms import KAFKA_COLUMNS, LANDING_COLUMNS
+from lakehouse_assets.sources.declaration.expectations import DeclaredExpectation
+from lakehouse_assets.sources.declaration.fields import NAME, DeclaredField, Name
+from lakehouse_assets.sources.declaration.routing import FIELD_PATH, SEPARATOR, Routing
+from lakehouse_assets.sources.writing.transforms import KAFKA_COLUMNS, LANDING_COLUMNS
 
 OFFSET = "offset"  # order_by's default: the Kafka offset
 DATE_OF = re.compile(r"date\(\s*([A-Za-z_][A-Za-z0-9_]*)\s*\)")

@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from lakehouse_assets.constants import BRONZE, QUARANTINE_SUFFIX, REPLAYS_SUFFIX, SILVER
-from lakehouse_assets.sources.declaration_errors import (
+from lakehouse_assets.sources.declaration.errors import (
     DeclarationError,
     InvalidDeclaration,
     field_lines,
@@ -25,9 +25,9 @@ from lakehouse_assets.sources.declaration_errors import (
     rule_error,
     validation_errors,
 )
-from lakehouse_assets.sources.declaration_rules import rule_errors
-from lakehouse_assets.sources.declarations import SourceDeclaration
-from lakehouse_assets.sources.expectation_declarations import reference_errors
+from lakehouse_assets.sources.declaration.expectations import reference_errors
+from lakehouse_assets.sources.declaration.model import SourceDeclaration
+from lakehouse_assets.sources.declaration.rules import rule_errors
 
 FIELDS = tuple(SourceDeclaration.model_fields)  # named by the error of an unknown field
 Lines = Mapping[tuple[Any, ...], int]  # a field's path in the declaration -> its line

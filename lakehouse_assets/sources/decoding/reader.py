@@ -2,7 +2,7 @@
 envelope, Avro), checked against the schema and typed, in one pass of plain Python per Arrow
 batch (``mapInArrow``).
 
-The rules are ``lakehouse_assets.sources.schema``'s. A record whose value does not fit gets a
+The rules are ``decoding.schema``'s. A record whose value does not fit gets a
 ``reason`` (quarantined); what does not fit, and every field the schema lacks, is also reported in
 ``_issues`` (``[[path, type], ...]`` as JSON), from which the driver grows the schema before the
 batch is read again with it.
@@ -17,10 +17,10 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
-from lakehouse_assets.sources import avro, columnar, connect, debezium
-from lakehouse_assets.sources.read_spec import ReadSpec
-from lakehouse_assets.sources.schema import Type, arrow_type
-from lakehouse_assets.sources.values import Misfit, convert
+from lakehouse_assets.sources.decoding import avro, columnar, connect, debezium
+from lakehouse_assets.sources.decoding.read_spec import ReadSpec
+from lakehouse_assets.sources.decoding.schema import Type, arrow_type
+from lakehouse_assets.sources.decoding.values import Misfit, convert
 
 # Columns the reader adds to a record's typed fields.
 REASON, ISSUES, OP, SEQUENCE = "reason", "_issues", "_op", "_sequence"

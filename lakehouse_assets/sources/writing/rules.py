@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from lakehouse_assets.checks.expectations import Expectation
 from lakehouse_assets.checks.rules import ONE_CURRENT_VERSION, TableRules, primary_key
-from lakehouse_assets.sources.cdc import IS_CURRENT, VALID_FROM
-from lakehouse_assets.sources.declarations import SourceDeclaration
+from lakehouse_assets.sources.declaration.model import SourceDeclaration
+from lakehouse_assets.sources.writing.cdc import IS_CURRENT, VALID_FROM
 
 
 def source_rules(source: SourceDeclaration) -> TableRules:

@@ -21,13 +21,14 @@ from pyspark.sql.types import StructField, StructType
 
 from lakehouse_assets.constants import SILVER
 from lakehouse_assets.refinement.step import write_quarantine
-from lakehouse_assets.sources import documents, notices, transforms
-from lakehouse_assets.sources import schema as types
-from lakehouse_assets.sources.declarations import SourceDeclaration
-from lakehouse_assets.sources.reader import SKIPPED
-from lakehouse_assets.sources.reading import read_growing
-from lakehouse_assets.sources.routing import Routing
-from lakehouse_assets.sources.writes import widen_table
+from lakehouse_assets.sources.declaration.model import SourceDeclaration
+from lakehouse_assets.sources.declaration.routing import Routing
+from lakehouse_assets.sources.decoding import schema as types
+from lakehouse_assets.sources.decoding.reader import SKIPPED
+from lakehouse_assets.sources.decoding.reading import read_growing
+from lakehouse_assets.sources.routing import documents, notices
+from lakehouse_assets.sources.writing import transforms
+from lakehouse_assets.sources.writing.writes import widen_table
 from lakehouse_assets.validation import REASON, kafka_quarantine
 from resources import LakeResource
 from resources.delta import Markers

@@ -21,9 +21,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as compute
 
-from lakehouse_assets.sources import connect_columns, debezium, json_lines
-from lakehouse_assets.sources.read_spec import ReadSpec
-from lakehouse_assets.sources.schema import Type, arrow_type
+from lakehouse_assets.sources.decoding import connect_columns, debezium, json_lines
+from lakehouse_assets.sources.decoding.read_spec import ReadSpec
+from lakehouse_assets.sources.decoding.schema import Type, arrow_type
 
 pc: Any = compute  # its functions are made at import time: the type checker cannot see them
 

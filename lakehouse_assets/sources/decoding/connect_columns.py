@@ -22,11 +22,11 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as compute
 
-from lakehouse_assets.sources import connect, debezium
-from lakehouse_assets.sources.json_lines import envelope_fields, lines, read_json
-from lakehouse_assets.sources.read_spec import ReadSpec
-from lakehouse_assets.sources.schema import Schema, arrow_type
-from lakehouse_assets.sources.values import Misfit
+from lakehouse_assets.sources.decoding import connect, debezium
+from lakehouse_assets.sources.decoding.json_lines import envelope_fields, lines, read_json
+from lakehouse_assets.sources.decoding.read_spec import ReadSpec
+from lakehouse_assets.sources.decoding.schema import Schema, arrow_type
+from lakehouse_assets.sources.decoding.values import Misfit
 
 pc: Any = compute  # its functions are made at import time: the type checker cannot see them
 

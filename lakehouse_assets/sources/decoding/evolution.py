@@ -1,6 +1,6 @@
 """A declared source's schema for one batch: inferred when there is none yet, and grown by what
 the batch shows (the ``_issues`` the reader reports: new fields, and values of other types).
-The rules are ``lakehouse_assets.sources.schema``'s."""
+The rules are ``lakehouse_assets.sources.decoding.schema``'s."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from dataclasses import replace
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from lakehouse_assets.sources import schema as types
-from lakehouse_assets.sources.read_spec import ReadSpec
-from lakehouse_assets.sources.reader import ISSUES, Reader
-from lakehouse_assets.sources.schema import Schema, Type
+from lakehouse_assets.sources.decoding import schema as types
+from lakehouse_assets.sources.decoding.read_spec import ReadSpec
+from lakehouse_assets.sources.decoding.reader import ISSUES, Reader
+from lakehouse_assets.sources.decoding.schema import Schema, Type
 
 MAX_ISSUES = 10_000  # distinct (field, type) reports a batch's schema is grown from, at most
 

@@ -20,12 +20,12 @@ from pyspark.sql.pandas.types import from_arrow_type
 from pyspark.sql.types import StructField, StructType
 
 from lakehouse_assets.constants import BRONZE, SILVER
-from lakehouse_assets.sources import avro, evolution
-from lakehouse_assets.sources import schema as types
-from lakehouse_assets.sources.declarations import CDC_MODES, SourceDeclaration
-from lakehouse_assets.sources.read_spec import ReadSpec
-from lakehouse_assets.sources.reader import output_fields, read_batches
-from lakehouse_assets.sources.schema import Schema
+from lakehouse_assets.sources.declaration.model import CDC_MODES, SourceDeclaration
+from lakehouse_assets.sources.decoding import avro, evolution
+from lakehouse_assets.sources.decoding import schema as types
+from lakehouse_assets.sources.decoding.read_spec import ReadSpec
+from lakehouse_assets.sources.decoding.reader import output_fields, read_batches
+from lakehouse_assets.sources.decoding.schema import Schema
 from resources import LakeResource
 
 SCHEMAS_DIR = "_schemas"  # <root>/silver/_schemas/<source>.json, beside the silver tables

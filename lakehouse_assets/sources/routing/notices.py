@@ -1,6 +1,6 @@
-"""Pure Spark logic of a ``route-by-type`` source (``lakehouse_assets.sources.routing``): change
-notices read and checked, filtered to the allowed domains and types, the newest notice of each
-document, what it does to the lake given the document index, and the location hierarchy.
+"""Pure Spark logic of a ``route-by-type`` source (``declaration.routing``): change notices read
+and checked, filtered to the allowed domains and types, the newest notice of each document, what
+it does to the lake given the document index, and the location hierarchy.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, BooleanType, StringType, StructField, StructType
 
-from lakehouse_assets.sources.routing import DELETED_SUFFIX, Routing
+from lakehouse_assets.sources.declaration.routing import DELETED_SUFFIX, Routing
 from lakehouse_assets.validation import REASON, TOMBSTONE
 
 OFFSET = "offset"

@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
-from lakehouse_assets.sources.routing import FIELD_PATH
+from lakehouse_assets.sources.declaration.routing import FIELD_PATH
 
 NAME = re.compile(r"[a-z][a-z0-9_]*")  # of a source, of a field
 

@@ -1,8 +1,8 @@
 """Debezium change events as decoded Python data: the envelope (with or without the
 ``schema``/``payload`` wrapper) reduced to its operation, its row, its order and the Kafka Connect
-schema of its row (``lakehouse_assets.sources.connect`` types the row by it). MongoDB's connector
-writes documents as extended JSON text, read here as plain values. The connector's placeholder of
-a value it could not read (an unchanged TOASTed column) is taken out of the row (``unavailable``).
+schema of its row (``decoding.connect`` types the row by it). MongoDB's connector writes
+documents as extended JSON text, read here as plain values. The connector's placeholder of a
+value it could not read (an unchanged TOASTed column) is taken out of the row (``unavailable``).
 
 A truncate (``op: t``) has no row: its row is empty. The connector's other messages (heartbeats,
 transaction boundaries, notifications, logical decoding messages) change no row: ``not_a_change``
@@ -19,8 +19,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from lakehouse_assets.sources import connect
-from lakehouse_assets.sources.values import timestamp
+from lakehouse_assets.sources.decoding import connect
+from lakehouse_assets.sources.decoding.values import timestamp
 
 OPS = ("c", "u", "d", "r")  # the row changes
 TRUNCATE = "t"

@@ -22,8 +22,9 @@ from lakehouse_assets.constants import (
 from lakehouse_assets.refinement.changes import read_changes
 from lakehouse_assets.refinement.step import quarantine_table
 from lakehouse_assets.sensors.streams import kafka_lag_sensor
-from lakehouse_assets.sources.declarations import SourceDeclaration
-from lakehouse_assets.sources.route import (
+from lakehouse_assets.sources.declaration.model import SourceDeclaration
+from lakehouse_assets.sources.declaration.routing import table_name
+from lakehouse_assets.sources.routing.route import (
     Routed,
     index_table,
     locations_table,
@@ -31,7 +32,6 @@ from lakehouse_assets.sources.route import (
     routing_of,
     update_locations,
 )
-from lakehouse_assets.sources.routing import table_name
 from lakehouse_assets.table_metadata import code_references, table_metadata
 from lakehouse_assets.validation import QUARANTINE
 from resources import DocumentStoreResource, LakeResource, SensorSettings, SparkResource

@@ -1,6 +1,6 @@
 """Python values read from a record against a schema: their observed types, and their
 conversion to a column's type (``Misfit`` when they do not fit). The rules are
-``lakehouse_assets.sources.schema``'s; this is how the executors apply them to decoded values."""
+``decoding.schema``'s; this is how the executors apply them to decoded values."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import decimal
 import re
 from typing import Any
 
-from lakehouse_assets.sources import schema as types
-from lakehouse_assets.sources.schema import Type
+from lakehouse_assets.sources.decoding import schema as types
+from lakehouse_assets.sources.decoding.schema import Type
 
 DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 DATE_TIME = re.compile(

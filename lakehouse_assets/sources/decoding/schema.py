@@ -11,7 +11,7 @@ string), ``timestamp`` (an ISO date-time string), ``decimal(p,s)`` (precision at
 ``binary``; an object is a mapping; an array is a list of its element's type, ``[]`` while only
 empty arrays were seen. Inference types JSON numbers as ``long`` or ``double`` and text as
 ``string``, as Spark's JSON reader does; ``int``, ``date`` and ``timestamp`` come from an edited
-file, and every type from a Kafka Connect schema (``lakehouse_assets.sources.connect``).
+file, and every type from a Kafka Connect schema (``lakehouse_assets.sources.decoding.connect``).
 
 Evolution never loses data: a new field adds a column; a value a wider type holds widens the
 column (``int`` -> ``long`` -> ``double``, ``date`` -> ``timestamp``, a decimal to one with as

@@ -25,11 +25,11 @@ from lakehouse_assets.checks.outcome import Outcome
 from lakehouse_assets.constants import SILVER
 from lakehouse_assets.refinement.replay import Replaying, log_replayed, read_again
 from lakehouse_assets.refinement.step import write_quarantine
-from lakehouse_assets.sources import cdc, debezium, transforms, writes
-from lakehouse_assets.sources import schema as types
-from lakehouse_assets.sources.declarations import CDC_MODES, SourceDeclaration
-from lakehouse_assets.sources.expectation_declarations import require_columns
-from lakehouse_assets.sources.reader import (
+from lakehouse_assets.sources.declaration.expectations import require_columns
+from lakehouse_assets.sources.declaration.model import CDC_MODES, SourceDeclaration
+from lakehouse_assets.sources.decoding import debezium
+from lakehouse_assets.sources.decoding import schema as types
+from lakehouse_assets.sources.decoding.reader import (
     DELETED,
     OP,
     ORDER_KIND,
@@ -37,7 +37,8 @@ from lakehouse_assets.sources.reader import (
     SKIPPED,
     UNAVAILABLE,
 )
-from lakehouse_assets.sources.reading import read_growing
+from lakehouse_assets.sources.decoding.reading import read_growing
+from lakehouse_assets.sources.writing import cdc, transforms, writes
 from lakehouse_assets.validation import REASON, kafka_quarantine
 from resources import LakeResource
 from resources.delta import Markers

@@ -27,9 +27,9 @@ from lakehouse_assets.checks.rules import (
     PRIMARY_KEY_NOT_NULL,
     PRIMARY_KEY_UNIQUE,
 )
-from lakehouse_assets.sources.check_sql import check_columns
-from lakehouse_assets.sources.declaration_errors import named_twice
-from lakehouse_assets.sources.field_declarations import Name
+from lakehouse_assets.sources.declaration.check_sql import check_columns
+from lakehouse_assets.sources.declaration.errors import named_twice
+from lakehouse_assets.sources.declaration.fields import Name
 
 TABLE = re.compile(r"(bronze|silver|gold)\.[a-z][a-z0-9_]*")
 COLUMN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

@@ -1,7 +1,7 @@
 """Kafka Connect schemas (``JsonConverter`` with ``schemas.enable=true``, Debezium's default) as
 the types of a Debezium row: each field's Connect type, its primitive and its logical or semantic
-name, is a column type of ``lakehouse_assets.sources.schema`` (``column_type``), and its value in
-JSON is decoded to the Python value of that type (``decode``). The table is in docs/sources.md.
+name, is a column type of ``decoding.schema`` (``column_type``), and its value in JSON is
+decoded to the Python value of that type (``decode``). The table is in docs/sources.md.
 
 Invariants: a value is decoded exactly as its Connect type defines it (a decimal never passes
 through a float; a timestamp is UTC); a name this module does not know, on a primitive type, is
@@ -19,9 +19,9 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from lakehouse_assets.sources import schema as types
-from lakehouse_assets.sources.schema import Schema, Type
-from lakehouse_assets.sources.values import Misfit, decimal_type, fit, observed, timestamp
+from lakehouse_assets.sources.decoding import schema as types
+from lakehouse_assets.sources.decoding.schema import Schema, Type
+from lakehouse_assets.sources.decoding.values import Misfit, decimal_type, fit, observed, timestamp
 
 # A numeric without scale (io.debezium.data.VariableScaleDecimal) is stored in this type unless
 # the schema file names another: 20 integer and 18 fraction digits, Spark's widest precision.

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from lakehouse_assets.sources.schema import Schema, Type
+from lakehouse_assets.sources.decoding.schema import Schema, Type
 
 CONFLUENT_HEADER = 5  # magic byte 0, then the schema id (4 bytes, big-endian)
 # Avro primitive types as the schema's types (bytes as base64 text, floats as doubles).
