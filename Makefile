@@ -12,7 +12,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml lakehouse_assets/devtools/jars.toml
+$(STAMP): pyproject.toml lakehouse_tools/jars.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' || \
 		{ echo "Python 3.11 is required (found: $(PYTHON)); set PYTHON=/path/to/python3.11"; exit 1; }
 	@command -v java >/dev/null || { echo "Java 17 is required by Spark: install a JDK 17"; exit 1; }
@@ -33,7 +33,7 @@ chromium:
 	fi
 
 # Dagster's production storage in the tests: Debian's PostgreSQL server, started by the tests
-# themselves as a plain process (lakehouse_assets/devtools/postgres.py), not as a system service.
+# themselves as a plain process (lakehouse_tools/postgres.py), not as a system service.
 postgresql:
 	$(SUDO) apt-get update -qq
 	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql
@@ -98,7 +98,7 @@ dev: install
 	DAGSTER_HOME=$(CURDIR)/.dagster $(BIN)/lakehouse dev
 
 # The production shape: PostgreSQL, the broker, the Spark Connect server, dagster-daemon and
-# dagster-webserver, each its own process (lakehouse_assets/devtools/stack.py); Ctrl-C stops it.
+# dagster-webserver, each its own process (lakehouse_tools/stack.py); Ctrl-C stops it.
 up: install
 	$(BIN)/lakehouse up
 

@@ -518,7 +518,7 @@ def connect_runs(
     """Start a Connect server (untimed), warm it with ``warm_ups`` ingestions, then time a run
     of all the records and ``idle_runs`` runs that find nothing new, each in a new client
     process."""
-    from lakehouse_assets.devtools.spark_server import SERVER_DEFAULTS, SparkConnectServer
+    from lakehouse_tools.spark_server import SERVER_DEFAULTS, SparkConnectServer
     from resources import ENV_SPARK_MASTER
 
     conf = {**extra, **({DRIVER_MEMORY: driver_memory} if driver_memory else {})}
@@ -702,7 +702,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"broker: {external} (KAFKA_BOOTSTRAP_SERVERS)")
         benchmark(external, args, external=True)
         return
-    from lakehouse_assets.devtools.broker import EmbeddedBroker
+    from lakehouse_tools.broker import EmbeddedBroker
 
     with EmbeddedBroker() as broker:
         print(f"broker: embedded Apache Kafka at {broker.bootstrap_servers}")

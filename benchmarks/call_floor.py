@@ -38,7 +38,7 @@ if str(REPO_ROOT) not in sys.path:
 
 from benchmarks.lake_schemas import own_metastore  # noqa: E402
 from benchmarks.spark_settings import tree_cpu_s  # noqa: E402
-from lakehouse_assets.devtools.spark_server import SparkConnectServer  # noqa: E402
+from lakehouse_tools.spark_server import SparkConnectServer  # noqa: E402
 
 own_metastore()  # before any Spark starts: the benchmark's catalog is its own
 

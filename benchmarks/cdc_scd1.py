@@ -63,11 +63,11 @@ import pyarrow.compute as pc  # noqa: E402
 from deltalake import DeltaTable, write_deltalake  # noqa: E402
 
 from benchmarks.lake_schemas import lake_schemas, own_metastore  # noqa: E402
-from lakehouse_assets.devtools.broker import EmbeddedBroker  # noqa: E402
-from lakehouse_assets.devtools.demo import step_seconds  # noqa: E402
-from lakehouse_assets.devtools.spark_server import SparkConnectServer  # noqa: E402
 from lakehouse_assets.sources.assets import source_assets  # noqa: E402
 from lakehouse_assets.sources.declaration.model import SourceDeclaration  # noqa: E402
+from lakehouse_tools.broker import EmbeddedBroker  # noqa: E402
+from lakehouse_tools.demo import step_seconds  # noqa: E402
+from lakehouse_tools.spark_server import SparkConnectServer  # noqa: E402
 from resources import ENV_SPARK_REMOTE, build_resources  # noqa: E402
 from resources.settings import ENV_PROFILE, profile_mode  # noqa: E402
 

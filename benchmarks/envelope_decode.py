@@ -43,7 +43,6 @@ from cdc_scd1 import changes  # noqa: E402
 from pyspark.sql import DataFrame  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 
-from lakehouse_assets.devtools.spark_server import SparkConnectServer  # noqa: E402
 from lakehouse_assets.sources.decoding.read_spec import ReadSpec  # noqa: E402
 from lakehouse_assets.sources.decoding.reader import (  # noqa: E402
     Reader,
@@ -52,6 +51,7 @@ from lakehouse_assets.sources.decoding.reader import (  # noqa: E402
 )
 from lakehouse_assets.sources.decoding.reading import read_records  # noqa: E402
 from lakehouse_assets.sources.decoding.schema import Schema  # noqa: E402
+from lakehouse_tools.spark_server import SparkConnectServer  # noqa: E402
 from resources import ENV_SPARK_REMOTE, build_resources  # noqa: E402
 
 SCHEMA: Schema = {"id": "int", "name": "string", "email": "string", "country": "string",

@@ -199,11 +199,11 @@ def main() -> None:
     from pyspark.sql.connect.client.core import SparkConnectClient
 
     from benchmarks.spark_settings import tree_cpu_s
-    from lakehouse_assets.devtools import sample_data
-    from lakehouse_assets.devtools.broker import EmbeddedBroker
-    from lakehouse_assets.devtools.demo import materialize_graph
-    from lakehouse_assets.devtools.spark_server import SparkConnectServer
     from lakehouse_assets.table_metadata import LAYERS
+    from lakehouse_tools import sample_data
+    from lakehouse_tools.broker import EmbeddedBroker
+    from lakehouse_tools.demo import materialize_graph
+    from lakehouse_tools.spark_server import SparkConnectServer
     from resources import build_resources, catalog
 
     log = CallLog()

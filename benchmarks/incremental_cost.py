@@ -42,10 +42,10 @@ if str(REPO_ROOT) not in sys.path:
 import dagster as dg  # noqa: E402
 
 from benchmarks.lake_schemas import lake_schemas, own_metastore  # noqa: E402
-from lakehouse_assets.devtools import sample_data  # noqa: E402
-from lakehouse_assets.devtools.broker import EmbeddedBroker  # noqa: E402
-from lakehouse_assets.devtools.demo import materialize_graph, step_seconds  # noqa: E402
-from lakehouse_assets.devtools.spark_server import SparkConnectServer  # noqa: E402
+from lakehouse_tools import sample_data  # noqa: E402
+from lakehouse_tools.broker import EmbeddedBroker  # noqa: E402
+from lakehouse_tools.demo import materialize_graph, step_seconds  # noqa: E402
+from lakehouse_tools.spark_server import SparkConnectServer  # noqa: E402
 from resources import ENV_SPARK_REMOTE, build_resources  # noqa: E402
 
 own_metastore()  # before any Spark starts: the benchmark's catalog is its own

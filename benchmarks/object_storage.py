@@ -42,11 +42,11 @@ from benchmarks.bronze_ingest import produce  # noqa: E402
 from benchmarks.incremental_cost import lake, measure, report  # noqa: E402
 from benchmarks.lake_schemas import lake_schemas, own_metastore  # noqa: E402
 from lakehouse_assets.constants import BRONZE, asset_key  # noqa: E402
-from lakehouse_assets.devtools.broker import EmbeddedBroker  # noqa: E402
-from lakehouse_assets.devtools.s3_endpoint import S3Endpoint  # noqa: E402
-from lakehouse_assets.devtools.spark_server import SparkConnectServer  # noqa: E402
 from lakehouse_assets.fitness.names import TOPIC_BPM  # noqa: E402
 from lakehouse_assets.fitness.pipeline import bronze_kafka_assets  # noqa: E402
+from lakehouse_tools.broker import EmbeddedBroker  # noqa: E402
+from lakehouse_tools.s3_endpoint import S3Endpoint  # noqa: E402
+from lakehouse_tools.spark_server import SparkConnectServer  # noqa: E402
 from resources import ENV_SPARK_REMOTE, KafkaResource, SparkResource, build_resources  # noqa: E402
 
 own_metastore()  # before any Spark starts: the benchmark's catalog is its own

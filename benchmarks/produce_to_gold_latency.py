@@ -35,9 +35,9 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 from benchmarks.lake_schemas import lake_schemas, own_metastore  # noqa: E402
-from lakehouse_assets.devtools.broker import EmbeddedBroker  # noqa: E402
-from lakehouse_assets.devtools.sample_data import Message, produce  # noqa: E402
-from lakehouse_assets.devtools.spark_server import SparkConnectServer  # noqa: E402
+from lakehouse_tools.broker import EmbeddedBroker  # noqa: E402
+from lakehouse_tools.sample_data import Message, produce  # noqa: E402
+from lakehouse_tools.spark_server import SparkConnectServer  # noqa: E402
 from resources import ENV_SPARK_REMOTE  # noqa: E402
 
 own_metastore()  # before any Spark starts: the benchmark's catalog is its own

@@ -42,13 +42,13 @@ import dagster as dg  # noqa: E402
 import psycopg2  # noqa: E402
 
 from benchmarks.lake_schemas import lake_schemas, own_metastore  # noqa: E402
-from lakehouse_assets.devtools.broker import EmbeddedBroker  # noqa: E402
-from lakehouse_assets.devtools.demo import step_seconds  # noqa: E402
-from lakehouse_assets.devtools.postgres import PostgresServer  # noqa: E402
-from lakehouse_assets.devtools.spark_server import SparkConnectServer  # noqa: E402
 from lakehouse_assets.sources.assets import source_assets  # noqa: E402
 from lakehouse_assets.sources.declaration.model import SourceDeclaration  # noqa: E402
 from lakehouse_assets.sources.declaration.routing import table_name  # noqa: E402
+from lakehouse_tools.broker import EmbeddedBroker  # noqa: E402
+from lakehouse_tools.demo import step_seconds  # noqa: E402
+from lakehouse_tools.postgres import PostgresServer  # noqa: E402
+from lakehouse_tools.spark_server import SparkConnectServer  # noqa: E402
 from resources import ENV_SPARK_REMOTE, DocumentStoreResource, build_resources  # noqa: E402
 
 own_metastore()  # before any Spark starts: the benchmark's catalog is its own

@@ -186,7 +186,7 @@ def main() -> None:
 
 def run(home: Path, lake: str, args: argparse.Namespace) -> None:
     servers = os.environ["KAFKA_BOOTSTRAP_SERVERS"]
-    from lakehouse_assets.devtools.sample_data import produce
+    from lakehouse_tools.sample_data import produce
 
     files.write_text(f"{lake}/landing/registered_users/users.csv", REGISTRATION)
     first = time.time()

@@ -41,8 +41,8 @@ from pyspark.sql import DataFrame, SparkSession  # noqa: E402
 
 from benchmarks.lake_schemas import own_metastore  # noqa: E402
 from lakehouse_assets.bronze.transforms import kafka_to_bronze  # noqa: E402
-from lakehouse_assets.devtools.broker import EmbeddedBroker  # noqa: E402
-from lakehouse_assets.devtools.spark_server import SparkConnectServer  # noqa: E402
+from lakehouse_tools.broker import EmbeddedBroker  # noqa: E402
+from lakehouse_tools.spark_server import SparkConnectServer  # noqa: E402
 from resources import KafkaResource, SparkResource  # noqa: E402
 from resources.streaming import run_available_now  # noqa: E402
 

@@ -26,12 +26,12 @@ from kafka import KafkaAdminClient
 from kafka.errors import UnknownTopicOrPartitionError
 from pyspark.sql import SparkSession
 
-from lakehouse_assets.devtools import sample_data
-from lakehouse_assets.devtools.broker import EmbeddedBroker
-from lakehouse_assets.devtools.postgres import PostgresServer
-from lakehouse_assets.devtools.s3_endpoint import S3Endpoint
-from lakehouse_assets.devtools.sample_data import Message
-from lakehouse_assets.devtools.spark_server import SparkConnectServer
+from lakehouse_tools import sample_data
+from lakehouse_tools.broker import EmbeddedBroker
+from lakehouse_tools.postgres import PostgresServer
+from lakehouse_tools.s3_endpoint import S3Endpoint
+from lakehouse_tools.sample_data import Message
+from lakehouse_tools.spark_server import SparkConnectServer
 from resources import ENV_SPARK_REMOTE, SparkResource, build_resources
 from resources.settings import ENV_METASTORE, ENV_SCHEMA_PREFIX
 

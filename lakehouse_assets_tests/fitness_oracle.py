@@ -22,7 +22,7 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
-from lakehouse_assets.devtools.sample_data import SampleData
+from lakehouse_tools.sample_data import SampleData
 
 Row = dict[str, Any]
 Batches = Sequence[SampleData]

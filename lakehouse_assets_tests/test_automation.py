@@ -15,8 +15,6 @@ import pytest
 
 from lakehouse_assets.constants import GOLD, SILVER, asset_key
 from lakehouse_assets.definitions import all_assets
-from lakehouse_assets.devtools import sample_data
-from lakehouse_assets.devtools.broker import EmbeddedBroker
 from lakehouse_assets.fitness.names import (
     COMPLETED_WORKOUTS,
     HEART_RATE,
@@ -27,6 +25,8 @@ from lakehouse_assets.fitness.names import (
 )
 from lakehouse_assets.fitness.pipeline import fitness_sensors
 from lakehouse_assets_tests import fitness_oracle as oracle
+from lakehouse_tools import sample_data
+from lakehouse_tools.broker import EmbeddedBroker
 from resources import CalendarResource, sensor_settings
 from resources.settings import ENV_PROFILE
 

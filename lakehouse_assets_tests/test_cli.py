@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from pyarrow.fs import FileSelector
 
-from lakehouse_assets.devtools.demo import prepare_demo_lake
-from lakehouse_assets.devtools.service import free_port
+from lakehouse_tools.demo import prepare_demo_lake
+from lakehouse_tools.service import free_port
 from resources import files, object_store
 from resources.catalog import DEMO_MARKER
 from resources.settings import ENV_METASTORE
@@ -49,7 +49,7 @@ def test_broker_command_stops_its_broker_on_sigterm(tmp_path: Path) -> None:
     import socket
     import time
 
-    from lakehouse_assets.devtools.broker import free_port
+    from lakehouse_tools.broker import free_port
 
     port = free_port()
     data = tmp_path / "kafka"

@@ -16,8 +16,8 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from lakehouse_assets.devtools.broker import EmbeddedBroker
 from lakehouse_assets_tests.conftest import produce
+from lakehouse_tools.broker import EmbeddedBroker
 from resources import ENV_SPARK_REMOTE
 from resources.catalog import schema_name
 from resources.settings import ENV_SCHEMA_PREFIX

@@ -19,9 +19,6 @@ from pyspark.sql import SparkSession
 from lakehouse_assets.bronze.columns import KAFKA_RECORD, LANDING_LINE
 from lakehouse_assets.constants import BRONZE, GOLD, QUARANTINE_SUFFIX, SILVER, consumer_app_id
 from lakehouse_assets.definitions import all_assets, defs
-from lakehouse_assets.devtools import sample_data
-from lakehouse_assets.devtools.broker import EmbeddedBroker
-from lakehouse_assets.devtools.demo import materialize_graph, silver_days
 from lakehouse_assets.fitness.gold import columns as gold_columns
 from lakehouse_assets.fitness.names import (
     COMPLETED_WORKOUTS,
@@ -37,6 +34,9 @@ from lakehouse_assets.fitness.names import WORKOUT_BPM_SUMMARY as BPM_SUMMARY
 from lakehouse_assets.fitness.silver import columns as silver_columns
 from lakehouse_assets.fitness.silver.parsed import PARSED_TABLES
 from lakehouse_assets_tests import fitness_oracle as oracle
+from lakehouse_tools import sample_data
+from lakehouse_tools.broker import EmbeddedBroker
+from lakehouse_tools.demo import materialize_graph, silver_days
 from resources import CalendarResource, LakeResource
 
 AS_OF = date(2026, 11, 21)

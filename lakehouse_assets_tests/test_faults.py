@@ -35,8 +35,6 @@ import pytest
 from deltalake import DeltaTable
 
 from lakehouse_assets.constants import BRONZE, GOLD, SILVER
-from lakehouse_assets.devtools import sample_data
-from lakehouse_assets.devtools.service import free_port
 from lakehouse_assets.fitness.names import (
     GYM_SUMMARY,
     KAFKA_TOPICS,
@@ -45,6 +43,8 @@ from lakehouse_assets.fitness.names import (
 )
 from lakehouse_assets_tests.conftest import INTERPRETED
 from lakehouse_assets_tests.test_end_to_end import assert_reports_match
+from lakehouse_tools import sample_data
+from lakehouse_tools.service import free_port
 from resources import LakeResource
 
 pytestmark = pytest.mark.faults

@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 from datetime import UTC, date, datetime
 
-from lakehouse_assets.devtools.sample_data import LandingFile, Message, SampleData
 from lakehouse_assets_tests import fitness_oracle as oracle
+from lakehouse_tools.sample_data import LandingFile, Message, SampleData
 
 NOV1 = 1_793_491_200
 H, M = 3600, 60

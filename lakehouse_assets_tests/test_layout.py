@@ -1,7 +1,7 @@
 """The layout's dependency rules (docs/how_it_works.md, "Layout"): every part of
-``lakehouse_assets`` is the platform, a pipeline, the tooling or an entry point; imports point
-from pipelines to the platform and from tooling and entry points to both, never back; no two
-packages import each other, directly or round a circle."""
+``lakehouse_assets`` is the platform, a pipeline or an entry point, and ``lakehouse_tools`` is the
+tooling; imports point from pipelines to the platform and from entry points and the tooling to
+both, never back; no two packages import each other, directly or round a circle."""
 
 from __future__ import annotations
 
@@ -23,18 +23,18 @@ PLATFORM = {
 # The pipelines built on it, which never import one another: the fitness reference pipeline and
 # the engine of declared sources.
 PIPELINES = {"fitness": "fitness", "sources": "declared"}
-# Developer tooling: embedded services, sample data, the demos.
-TOOLING = {"devtools"}
-# What users start: the one Definitions, its defs tree and the component types its files name,
-# and the `lakehouse` command.
-ENTRY_POINTS = {"definitions", "defs", "components", "cli", "admin"}
+# The tooling, outside the code location: the `lakehouse` command, embedded services, sample
+# data, the demos, the install's steps (the package lakehouse_tools).
+TOOLING = {"lakehouse_tools"}
+# What Dagster loads: the one Definitions, its defs tree and the component types its files name.
+ENTRY_POINTS = {"definitions", "defs", "components"}
 
 
 def part(module: str) -> str | None:
     """The part a module of the project belongs to (None: not the project's)."""
     names = module.split(".")
-    if names[0] == "resources":
-        return "resources"
+    if names[0] in ("resources", "lakehouse_tools"):
+        return names[0]
     if names[0] != "lakehouse_assets" or len(names) == 1:
         return None
     return names[1]
@@ -58,7 +58,8 @@ def imported(path: Path, module: str) -> Iterator[str]:
 def part_imports() -> dict[str, set[str]]:
     """Each part -> the other parts its modules import."""
     graph: dict[str, set[str]] = {}
-    for path in [*PACKAGE.rglob("*.py"), *(REPO_ROOT / "resources").rglob("*.py")]:
+    packages = [PACKAGE, REPO_ROOT / "resources", REPO_ROOT / "lakehouse_tools"]
+    for path in [p for package in packages for p in package.rglob("*.py")]:
         module = ".".join(path.relative_to(REPO_ROOT).with_suffix("").parts)
         module = module.removesuffix(".__init__")
         source = part(module)
@@ -88,11 +89,10 @@ def test_a_pipeline_imports_the_platform_and_its_own_parts_only() -> None:
         assert GRAPH[source] <= PLATFORM | own, (source, GRAPH[source] - PLATFORM - own)
 
 
-def test_nothing_but_an_entry_point_imports_the_tooling() -> None:
+def test_nothing_the_code_location_loads_imports_the_tooling() -> None:
     for source, targets in GRAPH.items():
-        if source not in TOOLING | ENTRY_POINTS:
+        if source not in TOOLING:
             assert not targets & TOOLING, source
-    assert "devtools" not in GRAPH["definitions"]
 
 
 def test_no_two_parts_import_each_other_round_a_circle() -> None:

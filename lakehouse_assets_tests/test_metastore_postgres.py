@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from lakehouse_assets.devtools.postgres import PostgresServer
-from lakehouse_assets.devtools.spark_server import SparkConnectServer
 from lakehouse_assets_tests.conftest import INTERPRETED, TEST_SERVER_JAVA
+from lakehouse_tools.postgres import PostgresServer
+from lakehouse_tools.spark_server import SparkConnectServer
 from resources import LakeResource
 from resources.settings import ENV_LAKEHOUSE_ROOT, ENV_METASTORE, ENV_SPARK_REMOTE
 from resources.spark_jvm import without_connect

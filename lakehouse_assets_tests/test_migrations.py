@@ -20,8 +20,7 @@ from kafka import KafkaProducer
 from kafka.admin import KafkaAdminClient, NewTopic
 from pyspark.sql import SparkSession
 
-from lakehouse_assets import cli, migrations
-from lakehouse_assets.admin import keys_missing
+from lakehouse_assets import migrations
 from lakehouse_assets.constants import (
     BRONZE,
     CHECKPOINTS_DIR,
@@ -30,10 +29,6 @@ from lakehouse_assets.constants import (
     asset_key,
     stream_name,
 )
-from lakehouse_assets.devtools import sample_data
-from lakehouse_assets.devtools.broker import EmbeddedBroker
-from lakehouse_assets.devtools.demo import materialize_graph
-from lakehouse_assets.devtools.sample_data import LandingFile, Message, produce
 from lakehouse_assets.fitness.names import (
     GYM_SUMMARY,
     HEART_RATE,
@@ -51,6 +46,11 @@ from lakehouse_assets.fitness.upgrades import UPGRADES
 from lakehouse_assets.migrations import OutdatedTableError
 from lakehouse_assets_tests.bronze.helpers import BPM_ASSET, HEART_RATE_ASSET
 from lakehouse_assets_tests.test_end_to_end import AS_OF, assert_reports_match, gold_rows
+from lakehouse_tools import cli, sample_data
+from lakehouse_tools.admin import keys_missing
+from lakehouse_tools.broker import EmbeddedBroker
+from lakehouse_tools.demo import materialize_graph
+from lakehouse_tools.sample_data import LandingFile, Message, produce
 from resources import (
     ENV_AS_OF_DATE,
     ENV_KAFKA_BOOTSTRAP_SERVERS,

@@ -16,10 +16,10 @@ from pyspark.sql import SparkSession
 
 from lakehouse_assets.constants import BRONZE, SILVER, asset_key
 from lakehouse_assets.definitions import all_assets
-from lakehouse_assets.devtools import sample_data
-from lakehouse_assets.devtools.postgres import PostgresServer
 from lakehouse_assets.fitness.names import LANDING_REGISTERED_USERS, USERS
 from lakehouse_assets_tests import fitness_oracle as oracle
+from lakehouse_tools import sample_data
+from lakehouse_tools.postgres import PostgresServer
 
 REPO_ROOT = Path(__file__).parents[1]
 USERS_KEY = asset_key(SILVER, USERS)

@@ -18,9 +18,9 @@ from pyspark.sql import SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadLimit
 
-from lakehouse_assets.devtools.python_daemons import DaemonReaper, session_daemons
-from lakehouse_assets.devtools.spark_server import SparkConnectServer
 from lakehouse_assets_tests.conftest import new_metastore
+from lakehouse_tools.python_daemons import DaemonReaper, session_daemons
+from lakehouse_tools.spark_server import SparkConnectServer
 from resources import SparkResource
 
 # Stand-ins for Spark's daemons: their command lines name pyspark.daemon, as Spark's do. A root

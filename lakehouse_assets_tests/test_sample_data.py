@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from lakehouse_assets.devtools import sample_data
-from lakehouse_assets.devtools.sample_data import LandingFile, SampleData, generate, write_landing
 from lakehouse_assets_tests import fitness_oracle as oracle
+from lakehouse_tools import sample_data
+from lakehouse_tools.sample_data import LandingFile, SampleData, generate, write_landing
 
 THREE_HOURS = 3 * 3600
 

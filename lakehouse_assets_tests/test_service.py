@@ -14,7 +14,7 @@ from typing import Self
 
 import pytest
 
-from lakehouse_assets.devtools.service import EPHEMERAL_PORTS, LOOPBACK, LocalService, free_port
+from lakehouse_tools.service import EPHEMERAL_PORTS, LOOPBACK, LocalService, free_port
 
 # Reports its SIGTERM disposition, then sleeps: only the default action ends it early.
 CHILD = (

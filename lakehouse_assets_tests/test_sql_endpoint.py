@@ -16,8 +16,8 @@ import pytest
 from impala.dbapi import connect
 from pyspark.sql import SparkSession
 
-from lakehouse_assets.devtools.spark_server import SparkConnectServer
 from lakehouse_assets_tests.conftest import INTERPRETED, TEST_SERVER_JAVA, new_metastore
+from lakehouse_tools.spark_server import SparkConnectServer
 from resources import LakeResource
 from resources.settings import ENV_METASTORE, ENV_SPARK_REMOTE, ENV_SQL_PASSWORD, ENV_SQL_USER
 from resources.spark_jvm import spark_home, without_connect

@@ -1,5 +1,5 @@
 """`lakehouse up` and the compose deployment describe the same services with the same settings
-(lakehouse_assets/devtools/stack.py, docker-compose.yml): this test keeps them from drifting."""
+(lakehouse_tools/stack.py, docker-compose.yml): this test keeps them from drifting."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from lakehouse_assets.devtools.dagster_services import (
+from lakehouse_tools.dagster_services import (
     DEFINITIONS_MODULE,
     ENV_CODE_SERVER_HOST,
     ENV_CODE_SERVER_PORT,
@@ -19,8 +19,8 @@ from lakehouse_assets.devtools.dagster_services import (
     daemon_command,
     webserver_command,
 )
-from lakehouse_assets.devtools.postgres import PostgresServer
-from lakehouse_assets.devtools.stack import (
+from lakehouse_tools.postgres import PostgresServer
+from lakehouse_tools.stack import (
     AUTOMATION_SETTLE,
     INSTANCE_FILE,
     Stack,

@@ -26,12 +26,12 @@ from urllib.request import urlopen
 import pytest
 
 from lakehouse_assets.constants import BRONZE, GOLD
-from lakehouse_assets.devtools import sample_data
-from lakehouse_assets.devtools.spark_server import SparkConnectServer
-from lakehouse_assets.devtools.standalone import standalone_cluster
 from lakehouse_assets.fitness.names import GYM_SUMMARY, KAFKA_TOPICS, WORKOUT_BPM_SUMMARY
 from lakehouse_assets_tests.conftest import new_metastore
 from lakehouse_assets_tests.test_end_to_end import AS_OF, assert_reports_match, gold_rows
+from lakehouse_tools import sample_data
+from lakehouse_tools.spark_server import SparkConnectServer
+from lakehouse_tools.standalone import standalone_cluster
 from resources import ENV_KAFKA_BOOTSTRAP_SERVERS as ENV_KAFKA
 from resources import ENV_SPARK_REMOTE, LakeResource, files
 

@@ -28,7 +28,6 @@ from pyspark.sql import SparkSession
 
 from lakehouse_assets.constants import SILVER, asset_key
 from lakehouse_assets.definitions import defs
-from lakehouse_assets.devtools.broker import free_port
 from lakehouse_assets.fitness.names import WORKOUT_BPM
 from lakehouse_assets.fitness.silver import columns as silver_columns
 from lakehouse_assets.fitness.silver.assets import silver_assets
@@ -40,6 +39,7 @@ from lakehouse_assets_tests.fitness.silver.test_workout_bpm import (
     read,
     register,
 )
+from lakehouse_tools.broker import free_port
 from resources import ENV_DOCUMENTS_URL, ENV_LAKEHOUSE_ROOT, ENV_SPARK_CONF
 from resources.settings import ENV_PROFILE
 

@@ -24,12 +24,12 @@ import pytest
 from playwright.sync_api import expect, sync_playwright
 
 from lakehouse_assets.constants import BRONZE, SILVER, asset_key
-from lakehouse_assets.devtools import sample_data
-from lakehouse_assets.devtools.broker import EmbeddedBroker
 from lakehouse_assets.fitness.names import HEART_RATE, TOPIC_BPM
 from lakehouse_assets.sensors.runs import runs_in_progress
 from lakehouse_assets_tests.conftest import connect_server
 from lakehouse_assets_tests.test_ui import CHROMIUM_ARGS, REPO_ROOT, dagster_dev, dismiss_dialog
+from lakehouse_tools import sample_data
+from lakehouse_tools.broker import EmbeddedBroker
 from resources import ENV_SPARK_REMOTE
 
 BPM_KEY, HEART_RATE_KEY = asset_key(BRONZE, TOPIC_BPM), asset_key(SILVER, HEART_RATE)

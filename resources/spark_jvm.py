@@ -24,13 +24,13 @@ JARS_DIR = Path(sys.prefix) / "share" / "lakehouse" / "jars"
 # The Delta log store of s3a:// tables and the streaming checkpoint's file manager, compiled
 # beside them by `lakehouse jars`: each creates its files (a table version, a batch's offsets)
 # with S3's put-if-absent, so that writers in any number of applications never replace each
-# other's (lakehouse_assets/devtools/java/lakehouse).
+# other's (resources/java/lakehouse).
 S3_LOG_STORE = "lakehouse.delta.ConditionalPutLogStore"
 S3_CHECKPOINT_FILE_MANAGER = "lakehouse.streaming.ConditionalPutCheckpointFileManager"
 S3_COMMITS_JAR = JARS_DIR / "lakehouse-s3-commits.jar"
 # The Java agent of every driver the project starts: a Delta snapshot answers its set
 # transactions, file count and size from its checksum file instead of a Spark job over its log
-# (lakehouse_assets/devtools/java/lakehouse/delta/ChecksumStateAgent.java; docs/jars.md). Off for
+# (resources/java/lakehouse/delta/ChecksumStateAgent.java; docs/jars.md). Off for
 # a session with STATE_FROM_CHECKSUM false; absent (no javac), Delta's own path.
 DELTA_AGENT_DIR = JARS_DIR.with_name("delta-agent")
 DELTA_AGENT_JAR = DELTA_AGENT_DIR / "lakehouse-delta-agent.jar"

@@ -41,14 +41,8 @@ from lakehouse_assets.refinement.changes import SILVER_KINDS, Changes, SilverCon
 from lakehouse_assets.refinement.column_types import follow_declared_types
 from lakehouse_assets.refinement.layout import days_of, layout, read_days
 from lakehouse_assets.refinement.parsed_table import ParsedTable, all_rows, rows_to_merge
-from lakehouse_assets.refinement.replay import (
-    ReplayConfig,
-    Replaying,
-    log_replayed,
-    read_again,
-    replay_metadata,
-    start_replay,
-)
+from lakehouse_assets.refinement.replay import ReplayConfig, Replaying, start_replay
+from lakehouse_assets.refinement.replay_log import log_replayed, read_again, replay_metadata
 from lakehouse_assets.refinement.step import (
     Refinement,
     refined_check_specs,

@@ -35,7 +35,8 @@ from lakehouse_assets.constants import (
 )
 from lakehouse_assets.migrations import Upgrade, require_current
 from lakehouse_assets.profiling.store import profile_after_write
-from lakehouse_assets.refinement.replay import clear_replays, open_quarantine, replays_table
+from lakehouse_assets.refinement.replay import open_quarantine, replays_table
+from lakehouse_assets.refinement.replay_log import clear_replays
 from lakehouse_assets.validation import REASON
 from resources import LakeResource
 from resources.lake import Markers

@@ -29,7 +29,8 @@ from lakehouse_assets.pipeline import Pipeline
 from lakehouse_assets.profiling.store import profile_after_write
 from lakehouse_assets.refinement.changes import SILVER_KINDS, Changes, read_changes
 from lakehouse_assets.refinement.parsed import parsed_table_asset
-from lakehouse_assets.refinement.replay import ReplayConfig, replay_metadata, start_replay
+from lakehouse_assets.refinement.replay import ReplayConfig, start_replay
+from lakehouse_assets.refinement.replay_log import replay_metadata
 from lakehouse_assets.refinement.step import (
     Refinement,
     quarantine_table,

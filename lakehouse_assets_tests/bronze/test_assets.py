@@ -11,7 +11,6 @@ from pyspark.sql import SparkSession
 from lakehouse_assets.bronze import assets as bronze_assets
 from lakehouse_assets.bronze.position import StreamPosition
 from lakehouse_assets.constants import BRONZE, stream_name
-from lakehouse_assets.devtools.broker import EmbeddedBroker, free_port
 from lakehouse_assets.fitness.names import TOPIC_BPM
 from lakehouse_assets_tests.bronze.helpers import (
     bronze_sequence_numbers,
@@ -19,6 +18,7 @@ from lakehouse_assets_tests.bronze.helpers import (
     materialize_bpm,
 )
 from lakehouse_assets_tests.conftest import empty, produce
+from lakehouse_tools.broker import EmbeddedBroker, free_port
 from resources import KafkaResource
 from resources.checkpoints import record_cluster, recorded_cluster
 

@@ -27,8 +27,6 @@ from deltalake import DeltaTable
 from pyspark.sql import SparkSession
 
 from lakehouse_assets.constants import BRONZE, CHECKPOINTS_DIR, stream_name
-from lakehouse_assets.devtools.broker import EmbeddedBroker
-from lakehouse_assets.devtools.s3_endpoint import S3Endpoint
 from lakehouse_assets.fitness.names import TOPIC_BPM
 from lakehouse_assets_tests.bronze import crash_run
 from lakehouse_assets_tests.bronze.helpers import (
@@ -38,6 +36,8 @@ from lakehouse_assets_tests.bronze.helpers import (
     materialize_bpm,
 )
 from lakehouse_assets_tests.conftest import empty, produce
+from lakehouse_tools.broker import EmbeddedBroker
+from lakehouse_tools.s3_endpoint import S3Endpoint
 from resources import ENV_SPARK_REMOTE, KafkaResource, build_resources, files
 from resources.object_store import delta_rs_options
 from resources.settings import ENV_SCHEMA_PREFIX

@@ -11,10 +11,10 @@ import dagster as dg
 from pyspark.sql import SparkSession
 
 from lakehouse_assets.constants import BRONZE, SILVER
-from lakehouse_assets.devtools.broker import EmbeddedBroker
-from lakehouse_assets.devtools.sample_data import Message, produce
 from lakehouse_assets.fitness.names import HEART_RATE, TOPIC_BPM
 from lakehouse_assets_tests.bronze.helpers import BPM_ASSET, HEART_RATE_ASSET
+from lakehouse_tools.broker import EmbeddedBroker
+from lakehouse_tools.sample_data import Message, produce
 
 TWO_MB = 2 * 1024 * 1024
 

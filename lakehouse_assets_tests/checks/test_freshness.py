@@ -20,9 +20,9 @@ from lakehouse_assets.checks.freshness import (
     landing_waiting,
 )
 from lakehouse_assets.constants import BRONZE, LANDING_DIR, asset_key
-from lakehouse_assets.devtools.broker import EmbeddedBroker
 from lakehouse_assets.fitness.names import LANDING_GYM_LOGINS
 from lakehouse_assets.sensors.streams import kafka_lag_sensor
+from lakehouse_tools.broker import EmbeddedBroker
 from resources import SensorSettings
 from resources.settings import ENV_FRESHNESS_S, freshness_limit_s
 

@@ -9,7 +9,6 @@ import dagster as dg
 import pytest
 from pyspark.sql import SparkSession
 
-from lakehouse_assets.cli import main
 from lakehouse_assets.profiling.report import (
     PROFILE_SCHEMA,
     STATISTICS,
@@ -20,6 +19,7 @@ from lakehouse_assets.profiling.report import (
 from lakehouse_assets.profiling.store import profile_after_write
 from lakehouse_assets.profiling.transforms import profile
 from lakehouse_assets_tests.profiling.test_transforms import OPTIONS, table
+from lakehouse_tools.cli import main
 from resources import LakeResource
 from resources.settings import ENV_PROFILE, profile_mode
 

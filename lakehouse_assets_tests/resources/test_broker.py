@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from kafka import KafkaAdminClient
 
-from lakehouse_assets.devtools import broker as broker_module
-from lakehouse_assets.devtools.broker import EmbeddedBroker, EmbeddedBrokerError
-from lakehouse_assets.devtools.sample_data import Message, produce
+from lakehouse_tools import broker as broker_module
+from lakehouse_tools.broker import EmbeddedBroker, EmbeddedBrokerError
+from lakehouse_tools.sample_data import Message, produce
 from resources.kafka import KafkaResource
 
 

@@ -12,8 +12,8 @@ from deltalake import DeltaTable, write_deltalake
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
-from lakehouse_assets.devtools.service import free_port
 from lakehouse_assets.migrations import MigrationError, register_tables
+from lakehouse_tools.service import free_port
 from resources import LakeResource, catalog
 from resources.metastore import (
     MetastoreSettingError,

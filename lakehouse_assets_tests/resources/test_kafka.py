@@ -8,9 +8,9 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from lakehouse_assets.devtools.broker import EmbeddedBroker
-from lakehouse_assets.devtools.sample_data import Message, produce
 from lakehouse_assets_tests.conftest import produce as produce_json
+from lakehouse_tools.broker import EmbeddedBroker
+from lakehouse_tools.sample_data import Message, produce
 from resources import KafkaResource
 from resources.kafka_client import DataLoss, data_loss, from_offsets, to_offsets
 

@@ -21,8 +21,6 @@ from pyspark.sql import SparkSession
 from lakehouse_assets.bronze.position import StreamPosition
 from lakehouse_assets.constants import BRONZE, CHECKPOINTS_DIR, LANDING_DIR, asset_key
 from lakehouse_assets.definitions import defs
-from lakehouse_assets.devtools.broker import EmbeddedBroker
-from lakehouse_assets.devtools.s3_endpoint import ACCESS_KEY, REGION, SECRET_KEY, S3Endpoint
 from lakehouse_assets.fitness.names import LANDING_GYM_LOGINS, TOPIC_BPM
 from lakehouse_assets.fitness.pipeline import bronze_landing_assets
 from lakehouse_assets.schedules.profiles import profile_job
@@ -32,6 +30,8 @@ from lakehouse_assets_tests.bronze.helpers import (
     materialize_bpm,
 )
 from lakehouse_assets_tests.conftest import S3_BUCKET, observations, produce
+from lakehouse_tools.broker import EmbeddedBroker
+from lakehouse_tools.s3_endpoint import ACCESS_KEY, REGION, SECRET_KEY, S3Endpoint
 from resources import LakeResource, checkpoints, files, object_store
 from resources.object_store import LakeRootUnreachable
 from resources.settings import ENV_PROFILE

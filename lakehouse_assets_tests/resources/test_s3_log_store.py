@@ -18,9 +18,6 @@ from deltalake import DeltaTable, write_deltalake
 from pyspark.sql import SparkSession
 
 from lakehouse_assets.constants import BRONZE
-from lakehouse_assets.devtools.broker import EmbeddedBroker
-from lakehouse_assets.devtools.s3_endpoint import S3Endpoint
-from lakehouse_assets.devtools.spark_server import SparkConnectServer
 from lakehouse_assets.fitness.names import TOPIC_BPM
 from lakehouse_assets_tests.bronze import crash_run
 from lakehouse_assets_tests.bronze.helpers import delta_rs_sequence_numbers, heart_rates
@@ -31,6 +28,9 @@ from lakehouse_assets_tests.conftest import (
     new_metastore,
     produce,
 )
+from lakehouse_tools.broker import EmbeddedBroker
+from lakehouse_tools.s3_endpoint import S3Endpoint
+from lakehouse_tools.spark_server import SparkConnectServer
 from resources import ENV_SPARK_REMOTE, KafkaResource
 from resources.object_store import delta_rs_options
 from resources.spark_jvm import S3_LOG_STORE

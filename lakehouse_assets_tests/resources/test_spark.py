@@ -19,10 +19,10 @@ from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from lakehouse_assets.devtools.broker import free_port
-from lakehouse_assets.devtools.spark_server import SparkConnectServer
 from lakehouse_assets.executor import materialize
 from lakehouse_assets_tests.conftest import new_metastore
+from lakehouse_tools.broker import free_port
+from lakehouse_tools.spark_server import SparkConnectServer
 from resources import SparkResource
 from resources.codegen import INTERPRETED, SMALL_BATCH_ROWS, fit_code_generation
 from resources.delta import session_settings

@@ -12,7 +12,6 @@ import dagster as dg
 
 from lakehouse_assets.checks.freshness import kafka_waiting
 from lakehouse_assets.constants import BRONZE, CHECKPOINTS_DIR, LANDING_DIR, asset_key, stream_name
-from lakehouse_assets.devtools.broker import EmbeddedBroker
 from lakehouse_assets.fitness.names import LANDING_GYM_LOGINS, TOPIC_BPM, TOPIC_WORKOUT
 from lakehouse_assets.fitness.pipeline import bronze_kafka_assets, bronze_landing_assets
 from lakehouse_assets.sensors.streams import (
@@ -23,6 +22,7 @@ from lakehouse_assets.sensors.streams import (
     landing_sensor,
 )
 from lakehouse_assets_tests.conftest import produce
+from lakehouse_tools.broker import EmbeddedBroker
 from resources import SensorSettings
 from resources.checkpoints import committed_offsets
 from resources.kafka_client import from_offsets

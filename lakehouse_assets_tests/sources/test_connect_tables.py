@@ -24,13 +24,13 @@ from pyspark.sql.types import (
 )
 
 from lakehouse_assets.constants import SILVER, asset_key
-from lakehouse_assets.devtools.broker import EmbeddedBroker
-from lakehouse_assets.devtools.sample_data import Message, produce
 from lakehouse_assets.sources.assets import source_assets
 from lakehouse_assets.sources.declaration.files import load_declaration
 from lakehouse_assets.sources.writing.refine import refine
 from lakehouse_assets_tests.sources.test_connect import VARIABLE, field
 from lakehouse_assets_tests.sources.test_merge_shapes import AT, BRONZE_SCHEMA
+from lakehouse_tools.broker import EmbeddedBroker
+from lakehouse_tools.sample_data import Message, produce
 from resources import LakeResource
 
 DECIMAL = "org.apache.kafka.connect.data.Decimal"

@@ -13,10 +13,10 @@ import dagster as dg
 from pyspark.sql import SparkSession
 
 from lakehouse_assets.constants import SILVER
-from lakehouse_assets.devtools.broker import EmbeddedBroker
-from lakehouse_assets.devtools.sample_data import Message, produce
 from lakehouse_assets.sources.assets import source_assets
 from lakehouse_assets.sources.declaration.files import load_declaration
+from lakehouse_tools.broker import EmbeddedBroker
+from lakehouse_tools.sample_data import Message, produce
 from resources import LakeResource
 
 TOPIC = "shop.public.customers"

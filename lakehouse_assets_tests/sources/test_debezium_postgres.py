@@ -30,8 +30,10 @@ import pytest
 from pyspark.sql import SparkSession
 
 from lakehouse_assets.constants import SILVER, asset_key
-from lakehouse_assets.devtools.broker import EmbeddedBroker
-from lakehouse_assets.devtools.cdc_demo import (
+from lakehouse_assets.sources.assets import source_assets
+from lakehouse_assets.sources.declaration.files import load_declaration
+from lakehouse_tools.broker import EmbeddedBroker
+from lakehouse_tools.cdc_demo import (
     DATABASE,
     LONG_NOTE,
     TABLE,
@@ -41,10 +43,8 @@ from lakehouse_assets.devtools.cdc_demo import (
     silver_rows,
     wait_for,
 )
-from lakehouse_assets.devtools.kafka_connect import KafkaConnect, postgres_connector
-from lakehouse_assets.devtools.postgres import PostgresServer
-from lakehouse_assets.sources.assets import source_assets
-from lakehouse_assets.sources.declaration.files import load_declaration
+from lakehouse_tools.kafka_connect import KafkaConnect, postgres_connector
+from lakehouse_tools.postgres import PostgresServer
 from resources import ENV_KAFKA_BOOTSTRAP_SERVERS, LakeResource
 
 pytestmark = pytest.mark.external  # Debezium's connector on Kafka Connect

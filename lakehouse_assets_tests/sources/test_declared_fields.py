@@ -15,11 +15,11 @@ import pytest
 from pyspark.sql import SparkSession
 
 from lakehouse_assets.constants import LANDING_DIR
-from lakehouse_assets.devtools.broker import EmbeddedBroker
-from lakehouse_assets.devtools.sample_data import produce
 from lakehouse_assets.sources.assets import source_assets
 from lakehouse_assets.sources.declaration.files import InvalidDeclaration, load_declaration
 from lakehouse_assets_tests.sources.test_json_sources import declare, record, rows
+from lakehouse_tools.broker import EmbeddedBroker
+from lakehouse_tools.sample_data import produce
 from resources import LakeResource
 
 TAPS = """\

@@ -16,9 +16,6 @@ import dagster as dg
 from pyspark.sql import SparkSession
 
 from lakehouse_assets.constants import BRONZE, SILVER, asset_key
-from lakehouse_assets.devtools import sample_data
-from lakehouse_assets.devtools.broker import EmbeddedBroker
-from lakehouse_assets.devtools.sample_data import Message, produce
 from lakehouse_assets.fitness.names import LANDING_REGISTERED_USERS, USERS
 from lakehouse_assets.fitness.pipeline import fitness_assets
 from lakehouse_assets.sources.assets import source_assets
@@ -27,6 +24,9 @@ from lakehouse_assets_tests import fitness_oracle as oracle
 from lakehouse_assets_tests.sources.test_debezium import TOPIC, change, table
 from lakehouse_assets_tests.sources.test_declared_fields import BADGES, drop_file, quarantined
 from lakehouse_assets_tests.sources.test_json_sources import declare, record, rows
+from lakehouse_tools import sample_data
+from lakehouse_tools.broker import EmbeddedBroker
+from lakehouse_tools.sample_data import Message, produce
 from resources import LakeResource
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

@@ -13,13 +13,13 @@ from typing import Any
 import dagster as dg
 from pyspark.sql import SparkSession
 
-from lakehouse_assets.devtools.broker import EmbeddedBroker
-from lakehouse_assets.devtools.sample_data import Message, produce
 from lakehouse_assets.sources.assets import source_assets
 from lakehouse_assets.sources.declaration.files import load_declaration
 from lakehouse_assets_tests.sources.test_avro import AVSC, framed
 from lakehouse_assets_tests.sources.test_debezium import TOPIC, change
 from lakehouse_assets_tests.sources.test_json_sources import declare, record, rows
+from lakehouse_tools.broker import EmbeddedBroker
+from lakehouse_tools.sample_data import Message, produce
 from resources import LakeResource
 
 # source, partition, offset, raw, raw_text, reason

@@ -19,10 +19,7 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from lakehouse_assets import cli
 from lakehouse_assets.constants import SILVER
-from lakehouse_assets.devtools.broker import EmbeddedBroker
-from lakehouse_assets.devtools.sample_data import Message, produce
 from lakehouse_assets.fitness.names import HEART_RATE, TOPIC_BPM
 from lakehouse_assets.fitness.pipeline import bronze_kafka_assets
 from lakehouse_assets.fitness.silver.parsed import PARSED_TABLES
@@ -37,6 +34,9 @@ from lakehouse_assets_tests import fitness_oracle as oracle
 from lakehouse_assets_tests.sources.test_debezium import BATCH_1, BATCH_2, COLUMNS, TOPIC, table
 from lakehouse_assets_tests.sources.test_declared_fields import BADGES, drop_file
 from lakehouse_assets_tests.sources.test_json_sources import record, rows
+from lakehouse_tools import cli
+from lakehouse_tools.broker import EmbeddedBroker
+from lakehouse_tools.sample_data import Message, produce
 from resources import ENV_LAKEHOUSE_ROOT, LakeResource
 
 

@@ -20,12 +20,12 @@ from pyspark.sql import SparkSession
 
 from lakehouse_assets.constants import SILVER, asset_key
 from lakehouse_assets.definitions import lakehouse_definitions
-from lakehouse_assets.devtools.broker import EmbeddedBroker
-from lakehouse_assets.devtools.postgres import PostgresServer
-from lakehouse_assets.devtools.sample_data import Message, produce
 from lakehouse_assets.sources.assets import source_assets
 from lakehouse_assets.sources.declaration.files import load_declaration
 from lakehouse_assets.sources.declaration.model import SourceDeclaration
+from lakehouse_tools.broker import EmbeddedBroker
+from lakehouse_tools.postgres import PostgresServer
+from lakehouse_tools.sample_data import Message, produce
 from resources import DocumentStoreResource, LakeResource, catalog
 
 FORM_XMLNS = "http://openrosa.org/formdesigner/ABC-123"

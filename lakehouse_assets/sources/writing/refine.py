@@ -23,7 +23,8 @@ from lakehouse_assets.checks.expectations import (
 )
 from lakehouse_assets.checks.outcome import Outcome
 from lakehouse_assets.constants import SILVER
-from lakehouse_assets.refinement.replay import Replaying, log_replayed, read_again
+from lakehouse_assets.refinement.replay import Replaying
+from lakehouse_assets.refinement.replay_log import log_replayed, read_again
 from lakehouse_assets.refinement.step import write_quarantine
 from lakehouse_assets.sources.declaration.expectations import require_columns
 from lakehouse_assets.sources.declaration.model import CDC_MODES, SourceDeclaration

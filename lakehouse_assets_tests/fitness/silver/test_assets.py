@@ -13,11 +13,11 @@ from pyspark.sql import functions as F
 
 from lakehouse_assets.checks.reconciliation import RECONCILED_WITH_BRONZE
 from lakehouse_assets.constants import SILVER
-from lakehouse_assets.devtools.broker import EmbeddedBroker
-from lakehouse_assets.devtools.sample_data import Message, produce
 from lakehouse_assets.fitness.names import HEART_RATE, TOPIC_BPM
 from lakehouse_assets.refinement import parsed
 from lakehouse_assets_tests.bronze.helpers import BPM_ASSET, HEART_RATE_ASSET
+from lakehouse_tools.broker import EmbeddedBroker
+from lakehouse_tools.sample_data import Message, produce
 from resources import LakeResource
 
 BPM_ASSETS = [BPM_ASSET, HEART_RATE_ASSET]

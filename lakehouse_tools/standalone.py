@@ -11,8 +11,8 @@ import os
 import sys
 from collections.abc import Iterator
 
-from lakehouse_assets.devtools.service import LOOPBACK, LocalService, free_port, port_is_taken
-from lakehouse_assets.devtools.spark_server import SparkServerError
+from lakehouse_tools.service import LOOPBACK, LocalService, free_port, port_is_taken
+from lakehouse_tools.spark_server import SparkServerError
 from resources.spark_jvm import spark_home, without_connect
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"

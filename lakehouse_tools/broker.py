@@ -1,7 +1,7 @@
 """The embedded Kafka broker: Apache Kafka itself, a single-node KRaft cluster (one process both
 broker and controller), run from its jars (``lakehouse jars`` resolves them; see
-``devtools/jars.toml``). Its records are on disk in ``data_dir``: a broker started again on the
-same folder has every topic and offset it had.
+``lakehouse_tools/jars.toml``). Its records are on disk in ``data_dir``: a broker started again on
+the same folder has every topic and offset it had.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import tempfile
 import uuid
 from pathlib import Path
 
-from lakehouse_assets.devtools.jars import KAFKA_JARS_DIR, wheel_scala_jars
-from lakehouse_assets.devtools.service import LOOPBACK, LocalService, free_port, port_is_taken
+from lakehouse_tools.jars import KAFKA_JARS_DIR, wheel_scala_jars
+from lakehouse_tools.service import LOOPBACK, LocalService, free_port, port_is_taken
 from resources.spark_jvm import java
 
 __all__ = ["DEFAULT_BROKER_PORT", "EmbeddedBroker", "EmbeddedBrokerError", "free_port"]

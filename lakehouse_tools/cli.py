@@ -12,18 +12,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lakehouse_assets.admin import migrate, produce_sample, profile, replay, sources, sql
-from lakehouse_assets.devtools import sql_auth
-from lakehouse_assets.devtools.broker import (
+from lakehouse_tools import sql_auth
+from lakehouse_tools.admin import migrate, produce_sample, profile, replay, sources, sql
+from lakehouse_tools.broker import (
     DEFAULT_BROKER_PORT,
     EmbeddedBroker,
     EmbeddedBrokerError,
 )
-from lakehouse_assets.devtools.demo import demo
-from lakehouse_assets.devtools.kafka_connect import KafkaConnectError
-from lakehouse_assets.devtools.postgres import PostgresServerError
-from lakehouse_assets.devtools.service import LocalService, local_service
-from lakehouse_assets.devtools.spark_server import (
+from lakehouse_tools.demo import demo
+from lakehouse_tools.kafka_connect import KafkaConnectError
+from lakehouse_tools.postgres import PostgresServerError
+from lakehouse_tools.service import LocalService, local_service
+from lakehouse_tools.spark_server import (
     DEFAULT_CONNECT_PORT,
     DEFAULT_SQL_PORT,
     SparkConnectServer,
@@ -66,7 +66,7 @@ def dev(port: int, sql_port: int) -> None:
     SPARK_REMOTE names one), which serves SQL on ``sql_port``."""
     import subprocess
 
-    from lakehouse_assets.devtools.stack import AUTOMATION_SETTLE
+    from lakehouse_tools.stack import AUTOMATION_SETTLE
 
     command = [str(Path(sys.executable).parent / "dagster"), "dev", "-w", "workspace.yaml"]
     for name, value in AUTOMATION_SETTLE.items():
@@ -79,8 +79,8 @@ def dev(port: int, sql_port: int) -> None:
 
 
 def spark_archive() -> None:
-    """Write the Spark driver's class archive (see ``lakehouse_assets.devtools.jvm_archive``)."""
-    from lakehouse_assets.devtools.jvm_archive import write_archive
+    """Write the Spark driver's class archive (see ``lakehouse_tools.jvm_archive``)."""
+    from lakehouse_tools.jvm_archive import write_archive
 
     started = time.perf_counter()
     try:
@@ -91,10 +91,10 @@ def spark_archive() -> None:
 
 
 def jars() -> None:
-    """Resolve the pinned JVM packages (see ``lakehouse_assets.devtools.jars``)."""
-    from lakehouse_assets.devtools import s3proxy
-    from lakehouse_assets.devtools.jars import JarResolutionError, resolve_all
-    from lakehouse_assets.devtools.java_classes import build_delta_agent, build_s3_commits
+    """Resolve the pinned JVM packages (see ``lakehouse_tools.jars``)."""
+    from lakehouse_tools import s3proxy
+    from lakehouse_tools.jars import JarResolutionError, resolve_all
+    from lakehouse_tools.java_classes import build_delta_agent, build_s3_commits
 
     started = time.perf_counter()
     try:
@@ -252,7 +252,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         elif args.command == "sql":
             sql(args.query, args.max_rows, args.verbose)
         elif args.command == "cdc-demo":
-            from lakehouse_assets.devtools.cdc_demo import cdc_demo
+            from lakehouse_tools.cdc_demo import cdc_demo
 
             cdc_demo()
         elif args.command == "profile":
@@ -266,7 +266,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         elif args.command == "dev":
             dev(args.port, args.sql_port)
         elif args.command == "up":
-            from lakehouse_assets.devtools.stack import up
+            from lakehouse_tools.stack import up
 
             up(args.home, args.port, args.host, args.s3, args.sql_port)
         else:

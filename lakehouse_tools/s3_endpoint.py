@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Self
 
-from lakehouse_assets.devtools import s3proxy
-from lakehouse_assets.devtools.service import LOOPBACK, LocalService, free_port
+from lakehouse_tools import s3proxy
+from lakehouse_tools.service import LOOPBACK, LocalService, free_port
 from resources.object_store import ENV_ENDPOINT, ENV_REGION
 
 REGION = "us-east-1"

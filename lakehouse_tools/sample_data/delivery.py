@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lakehouse_assets.devtools.sample_data.model import Message
+from lakehouse_tools.sample_data.model import Message
 
 MAX_RECORD = 8 * 1024 * 1024  # bytes; as the Kafka source's fetch size
 

@@ -9,7 +9,8 @@ import random
 from dataclasses import replace
 from datetime import date, timedelta
 
-from lakehouse_assets.devtools.sample_data.model import (
+from lakehouse_assets.fitness.names import TOPIC_BPM, TOPIC_USER_INFO, TOPIC_WORKOUT
+from lakehouse_tools.sample_data.model import (
     BAD_READING_RATE,
     CITIES,
     DAY_S,
@@ -35,7 +36,6 @@ from lakehouse_assets.devtools.sample_data.model import (
     mac_address,
     registered_at,
 )
-from lakehouse_assets.fitness.names import TOPIC_BPM, TOPIC_USER_INFO, TOPIC_WORKOUT
 
 
 def _base_profile(user_id: int) -> Value:

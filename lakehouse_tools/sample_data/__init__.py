@@ -12,8 +12,9 @@ from __future__ import annotations
 import random
 from datetime import date
 
-from lakehouse_assets.devtools.sample_data.delivery import produce
-from lakehouse_assets.devtools.sample_data.events import (
+from lakehouse_assets.fitness.names import TOPIC_BPM, TOPIC_USER_INFO, TOPIC_WORKOUT
+from lakehouse_tools.sample_data.delivery import produce
+from lakehouse_tools.sample_data.events import (
     bpm_values,
     interleave,
     plan,
@@ -21,12 +22,12 @@ from lakehouse_assets.devtools.sample_data.events import (
     user_events,
     workout_values,
 )
-from lakehouse_assets.devtools.sample_data.landing import (
+from lakehouse_tools.sample_data.landing import (
     gym_files,
     registration_files,
     write_landing,
 )
-from lakehouse_assets.devtools.sample_data.model import (
+from lakehouse_tools.sample_data.model import (
     DAY_S,
     DEVICE_ID_OFFSET,
     NIGHT_SESSION_ID,
@@ -36,7 +37,6 @@ from lakehouse_assets.devtools.sample_data.model import (
     epoch,
     mac_address,
 )
-from lakehouse_assets.fitness.names import TOPIC_BPM, TOPIC_USER_INFO, TOPIC_WORKOUT
 
 __all__ = [
     "DEVICE_ID_OFFSET",

@@ -10,9 +10,9 @@ import time
 from datetime import date
 from typing import TYPE_CHECKING, Any
 
-from lakehouse_assets.devtools.broker import EmbeddedBroker
-from lakehouse_assets.devtools.service import local_service
-from lakehouse_assets.devtools.spark_server import SparkConnectServer
+from lakehouse_tools.broker import EmbeddedBroker
+from lakehouse_tools.service import local_service
+from lakehouse_tools.spark_server import SparkConnectServer
 from resources import (
     ENV_KAFKA_BOOTSTRAP_SERVERS,
     ENV_LAKEHOUSE_ROOT,
@@ -59,7 +59,7 @@ def prepare_demo_lake(root: str, embedded: bool) -> None:
 
 def demo(users: int, days: int) -> None:
     """Sample data through the whole asset graph; prints row counts and both gold reports."""
-    from lakehouse_assets.devtools import sample_data
+    from lakehouse_tools import sample_data
     from resources import build_resources
 
     root = object_store.absolute(os.environ.setdefault(ENV_LAKEHOUSE_ROOT, DEMO_LAKE))

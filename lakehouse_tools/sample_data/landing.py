@@ -11,7 +11,12 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 from lakehouse_assets.constants import LANDING_DIR
-from lakehouse_assets.devtools.sample_data.model import (
+from lakehouse_assets.fitness.names import (
+    LANDING_COLUMNS,
+    LANDING_GYM_LOGINS,
+    LANDING_REGISTERED_USERS,
+)
+from lakehouse_tools.sample_data.model import (
     CORRECTION_RATE,
     DAY_S,
     DEVICE_ID_OFFSET,
@@ -25,11 +30,6 @@ from lakehouse_assets.devtools.sample_data.model import (
     epoch,
     mac_address,
     registered_at,
-)
-from lakehouse_assets.fitness.names import (
-    LANDING_COLUMNS,
-    LANDING_GYM_LOGINS,
-    LANDING_REGISTERED_USERS,
 )
 from resources.files import write_text
 

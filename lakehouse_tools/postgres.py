@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import Self
 
-from lakehouse_assets.devtools.service import LOOPBACK, LocalService, free_port
+from lakehouse_tools.service import LOOPBACK, LocalService, free_port
 
 __all__ = ["PostgresServer", "PostgresServerError", "postgres_bin_dir"]
 

@@ -30,8 +30,8 @@ from typing import Self, TypeVar
 
 import yaml
 
-from lakehouse_assets.devtools.broker import EmbeddedBroker
-from lakehouse_assets.devtools.dagster_services import (
+from lakehouse_tools.broker import EmbeddedBroker
+from lakehouse_tools.dagster_services import (
     ENV_CODE_SERVER_HOST,
     ENV_CODE_SERVER_PORT,
     DagsterProcess,
@@ -42,10 +42,10 @@ from lakehouse_assets.devtools.dagster_services import (
     serves_http,
     webserver_command,
 )
-from lakehouse_assets.devtools.postgres import PostgresServer
-from lakehouse_assets.devtools.s3_endpoint import S3Endpoint
-from lakehouse_assets.devtools.service import LOOPBACK, LocalService, free_port
-from lakehouse_assets.devtools.spark_server import DEFAULT_SQL_PORT, SparkConnectServer
+from lakehouse_tools.postgres import PostgresServer
+from lakehouse_tools.s3_endpoint import S3Endpoint
+from lakehouse_tools.service import LOOPBACK, LocalService, free_port
+from lakehouse_tools.spark_server import DEFAULT_SQL_PORT, SparkConnectServer
 from resources import (
     ENV_KAFKA_BOOTSTRAP_SERVERS,
     ENV_LAKEHOUSE_ROOT,
@@ -174,7 +174,7 @@ class Stack:
     def _prepare_home(self, new_broker: bool) -> None:
         """The instance file and the lake's location; with a new embedded broker, an empty
         start."""
-        from lakehouse_assets.devtools.demo import prepare_demo_lake
+        from lakehouse_tools.demo import prepare_demo_lake
 
         lake = object_store.absolute(self.env.get(ENV_LAKEHOUSE_ROOT) or str(self.home / "lake"))
         object_store.check_root(lake)

@@ -1,7 +1,8 @@
-"""Java classes the project keeps as source beside this module (``java/``), compiled by
-``lakehouse jars`` (``make install``) with the JDK's ``javac`` into jars that Spark loads: the
-classes that write to ``s3a://`` lakes with S3's conditional writes (``resources.spark_jvm``)
-and the SQL endpoint's password check (``devtools.sql_auth``)."""
+"""The product's Java classes, kept as source beside the resources that name them
+(``resources/java/``), compiled by ``lakehouse jars`` (``make install``) with the JDK's ``javac``
+into jars that Spark loads: the classes that write to ``s3a://`` lakes with S3's conditional
+writes and the Delta agent (``resources.spark_jvm``), and the SQL endpoint's password check
+(``lakehouse_tools.sql_auth``)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ import zipfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import resources
 from resources.spark_jvm import DELTA_AGENT_JAR, JARS_DIR, S3_COMMITS_JAR, spark_home
 
-SOURCES = Path(__file__).with_name("java")
+SOURCES = Path(resources.__file__).with_name("java")
 
 
 def compile_jar(

@@ -21,14 +21,14 @@ import urllib.request
 import zipfile
 from pathlib import Path
 
-from lakehouse_assets.devtools.jars import (
+from lakehouse_tools.jars import (
     IVY_CACHE,
     MAVEN_CENTRAL,
     MIRROR_VARIABLE,
     PINS,
     S3PROXY_JARS_DIR,
 )
-from lakehouse_assets.devtools.java_classes import compile_jar
+from lakehouse_tools.java_classes import compile_jar
 
 FIX_JAR = S3PROXY_JARS_DIR.with_name("s3proxy-fix") / "s3proxy-listing-fix.jar"
 MAIN_CLASS = "org.gaul.s3proxy.Main"

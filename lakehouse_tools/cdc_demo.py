@@ -19,11 +19,11 @@ from datetime import time as clock
 from pathlib import Path
 from typing import Any
 
-from lakehouse_assets.devtools.broker import EmbeddedBroker
-from lakehouse_assets.devtools.kafka_connect import KafkaConnect, postgres_connector
-from lakehouse_assets.devtools.postgres import PostgresServer
-from lakehouse_assets.devtools.service import local_service
-from lakehouse_assets.devtools.spark_server import SparkConnectServer
+from lakehouse_tools.broker import EmbeddedBroker
+from lakehouse_tools.kafka_connect import KafkaConnect, postgres_connector
+from lakehouse_tools.postgres import PostgresServer
+from lakehouse_tools.service import local_service
+from lakehouse_tools.spark_server import SparkConnectServer
 from resources import ENV_KAFKA_BOOTSTRAP_SERVERS, ENV_LAKEHOUSE_ROOT, ENV_SPARK_REMOTE
 
 DATABASE, TABLE = "shop", "customers"

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Self
 
-from lakehouse_assets.devtools.service import LocalService
+from lakehouse_tools.service import LocalService
 
 # The production shape's code location: the code server at DAGSTER_CODE_SERVER_HOST and _PORT.
 WORKSPACE_FILE = "docker/workspace.yaml"

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from lakehouse_assets.devtools.java_classes import SOURCES, compile_jar
+from lakehouse_tools.java_classes import SOURCES, compile_jar
 from resources.settings import ENV_SQL_PASSWORD
 from resources.spark_jvm import JARS_DIR, spark_home
 

@@ -172,7 +172,7 @@ def produce_sample(users: int, days: int) -> None:
     from datetime import timedelta
 
     from lakehouse_assets.constants import LANDING_DIR
-    from lakehouse_assets.devtools import sample_data
+    from lakehouse_tools import sample_data
     from resources import CalendarResource
     from resources.settings import DEFAULT_KAFKA_BOOTSTRAP_SERVERS, DEFAULT_LAKEHOUSE_ROOT
 
@@ -198,7 +198,7 @@ def replay(
     import dagster as dg
 
     from lakehouse_assets.definitions import REPLAY_JOB, quarantine_of, replayable_steps
-    from lakehouse_assets.refinement.replay import REPLAY_COUNTS
+    from lakehouse_assets.refinement.replay_log import REPLAY_COUNTS
     from resources import build_resources
 
     steps = replayable_steps()

@@ -15,9 +15,9 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from lakehouse_assets.devtools import sql_auth
-from lakehouse_assets.devtools.python_daemons import DaemonReaper
-from lakehouse_assets.devtools.service import LOOPBACK, LocalService, free_port, port_is_taken
+from lakehouse_tools import sql_auth
+from lakehouse_tools.python_daemons import DaemonReaper
+from lakehouse_tools.service import LOOPBACK, LocalService, free_port, port_is_taken
 from resources import derby
 from resources import metastore as metastores
 from resources.settings import ENV_METASTORE, lake_root
@@ -80,7 +80,7 @@ def server_command(
     """The ``spark-submit`` command line of a server of Spark Connect on ``host:port`` and of
     SQL (HiveServer2's protocol) on ``host:sql_port`` if given, whose catalog lives in ``metastore``
     (``LAKEHOUSE_METASTORE`` when None). With ``sql_auth_jar`` the SQL endpoint takes only the
-    user and password of the server's environment (``devtools.sql_auth``). With
+    user and password of the server's environment (``lakehouse_tools.sql_auth``). With
     ``secrets_file``, the settings that hold a credential (``secret``) are written there, readable
     by this user alone, instead of onto the command line that any user's ``ps`` shows. ``root``:
     the lake root whose warehouse folder a shared metastore's new schemas take

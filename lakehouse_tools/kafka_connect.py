@@ -1,6 +1,6 @@
 """Debezium's PostgreSQL connector in Kafka Connect standalone, writing change events to a Kafka
 broker: the real thing a CDC source reads, run from its jars (``lakehouse jars`` resolves them
-into a folder of their own; see ``devtools/jars.toml``).
+into a folder of their own; see ``lakehouse_tools/jars.toml``).
 
 The worker writes as Debezium's users run it by default: Kafka Connect's ``JsonConverter`` with
 schemas, for keys and values. Its source offsets are kept in ``data_dir``: a worker started again
@@ -20,8 +20,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from lakehouse_assets.devtools.jars import DEBEZIUM_JARS_DIR
-from lakehouse_assets.devtools.service import LOOPBACK, LocalService, free_port
+from lakehouse_tools.jars import DEBEZIUM_JARS_DIR
+from lakehouse_tools.service import LOOPBACK, LocalService, free_port
 from resources.spark_jvm import java
 
 __all__ = ["KafkaConnect", "KafkaConnectError", "postgres_connector"]
