@@ -17,8 +17,8 @@ PACKAGE = REPO_ROOT / "lakehouse_assets"
 # metadata, checks, profiles, sensors, schedules, the run's executor; and the resources beneath.
 PLATFORM = {
     "resources", "constants", "partitions", "automation", "executor", "run_launcher",
-    "table_metadata", "migrations", "validation", "refinement", "pipeline", "bronze", "checks",
-    "profiling", "sensors", "schedules",
+    "table_metadata", "migrations", "lake_migrations", "validation", "refinement", "pipeline",
+    "bronze", "checks", "profiling", "sensors", "schedules",
 }  # fmt: skip
 # The pipelines built on it, which never import one another: the fitness reference pipeline and
 # the engine of declared sources.

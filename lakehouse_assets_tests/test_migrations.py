@@ -20,7 +20,7 @@ from kafka import KafkaProducer
 from kafka.admin import KafkaAdminClient, NewTopic
 from pyspark.sql import SparkSession
 
-from lakehouse_assets import migrations
+from lakehouse_assets import lake_migrations, migrations
 from lakehouse_assets.constants import (
     BRONZE,
     CHECKPOINTS_DIR,
@@ -259,7 +259,7 @@ def test_a_lake_of_the_delta_rs_era_is_taken_over_and_every_record_lands_once(
     )
 
     # Nothing is left to carry over or rebuild.
-    assert migrations.carry_stream_markers(spark, lake) == {}
+    assert lake_migrations.carry_stream_markers(spark, lake) == {}
     assert keys_missing(lake, spark, next(s for s in PARSED_TABLES if s.table == USERS)) == 0
 
 

@@ -30,7 +30,7 @@ def migrate(verbose: bool = False) -> None:
     configured lake and Spark: check every table with Delta Lake for Spark, upgrade the tables of
     earlier layouts, carry the streams' markers over, rebuild the tables whose rule changed.
     ``verbose``: a local Spark prints its log."""
-    from lakehouse_assets import migrations
+    from lakehouse_assets import lake_migrations, migrations
     from lakehouse_assets.fitness.upgrades import UPGRADES
     from resources import build_resources
 
@@ -39,7 +39,7 @@ def migrate(verbose: bool = False) -> None:
     object_store.check_root(lake.root_uri)
     spark = resources["spark"].get_session()
     try:
-        protocols = migrations.table_protocols(spark, lake)
+        protocols = lake_migrations.table_protocols(spark, lake)
         print(f"Delta Lake for Spark reads the {len(protocols)} tables of {lake.root_uri}:")
         print("\n".join(f"  {line}" for line in protocols))
         for upgrade in migrations.pending(lake, UPGRADES):
@@ -49,11 +49,11 @@ def migrate(verbose: bool = False) -> None:
                   f"version {version})")  # fmt: skip
     except migrations.MigrationError as error:
         sys.exit(str(error))
-    for schema, old, new in migrations.relocate_schemas(resources["spark"].metastore, lake):
+    for schema, old, new in lake_migrations.relocate_schemas(resources["spark"].metastore, lake):
         print(f"{schema}: kept in {new} in the catalog, no longer in {old}")
-    for name in migrations.register_tables(spark, lake):
+    for name in lake_migrations.register_tables(spark, lake):
         print(f"{name}: registered in the catalog")
-    for table, batch in migrations.carry_stream_markers(spark, lake).items():
+    for table, batch in lake_migrations.carry_stream_markers(spark, lake).items():
         print(f"bronze.{table}: its stream's batch {batch} recorded for Delta's streaming sink")
     for table in _rebuild_incomplete(resources):
         print(f"silver.{table}: rebuilt from bronze (it lacked rows this version keeps)")

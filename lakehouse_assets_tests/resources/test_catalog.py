@@ -12,7 +12,8 @@ from deltalake import DeltaTable, write_deltalake
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
-from lakehouse_assets.migrations import MigrationError, register_tables
+from lakehouse_assets.lake_migrations import register_tables
+from lakehouse_assets.migrations import MigrationError
 from lakehouse_tools.service import free_port
 from resources import LakeResource, catalog
 from resources.metastore import (
