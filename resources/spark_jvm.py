@@ -57,6 +57,11 @@ DELTA_SETTINGS: dict[str, str] = {
     # state when a time zone (the session's, the JVM's default: the host's) is not UTC: a debug
     # check, which a checkpoint makes anyway, that took a small append from 1 Spark job to 3.
     "spark.databricks.delta.allFilesInCrc.verificationMode.forceOnNonUTC.enabled": "false",
+    # A new table writes a checkpoint (its whole state rebuilt and written, 2.3 s on a warm
+    # server) every 50 commits, not Delta's 10: small streaming batches 0.90x the wall and 0.81x
+    # the server's CPU; a cold reader replays up to 49 JSON commits (a new session's first count
+    # 1.20x). benchmarks/checkpoint_interval.py; an existing table keeps its own (docs/jars.md).
+    "spark.databricks.delta.properties.defaults.checkpointInterval": "50",
 }
 # Settings fixed when an application starts (Spark's static SQL settings).
 STATIC_SETTINGS: dict[str, str] = {

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
+from deltalake import DeltaTable
 from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
@@ -23,7 +24,7 @@ from lakehouse_assets.executor import materialize
 from lakehouse_assets_tests.conftest import new_metastore
 from lakehouse_tools.broker import free_port
 from lakehouse_tools.spark_server import SparkConnectServer
-from resources import SparkResource
+from resources import SparkResource, delta
 from resources.codegen import INTERPRETED, SMALL_BATCH_ROWS, fit_code_generation
 from resources.delta import session_settings
 from resources.kafka import KAFKA_FORMAT
@@ -36,6 +37,7 @@ from resources.spark_jvm import (
     quick_start_options,
     without_connect,
 )
+from resources.streaming import run_available_now
 
 
 def test_python_workers_run_the_project_interpreter(spark: SparkSession) -> None:
@@ -336,3 +338,21 @@ def test_a_host_outside_utc_costs_a_delta_commit_no_more_spark_jobs() -> None:
     """Delta 4.4 rebuilds a table's state at every commit to check its checksum when the JVM's
     zone is not UTC (``allFilesInCrc.verificationMode.forceOnNonUTC``), unless told not to."""
     assert jobs_per_append_in_a_child("America/New_York") == jobs_per_append_in_a_child("UTC")
+
+
+# docs/jars.md, "Delta's checkpoint interval": a table the project creates checkpoints every 50.
+CHECKPOINT_INTERVAL = "50"
+
+
+def test_a_new_table_carries_the_projects_checkpoint_interval(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """A table created by a write and one created by Delta's streaming sink (bronze's) keep the
+    interval as their property, which every later writer follows."""
+    source, sink = tmp_path / "written", tmp_path / "streamed"
+    delta.append(spark.createDataFrame([(1, "a")], "id long, v string"), str(source))
+    stream = spark.readStream.format("delta").load(str(source))
+    run_available_now(stream, str(sink), str(tmp_path / "checkpoint"), "interval")
+    for table in (source, sink):
+        properties = DeltaTable(str(table)).metadata().configuration
+        assert properties.get("delta.checkpointInterval") == CHECKPOINT_INTERVAL, table
