@@ -34,7 +34,7 @@ from resources.derby import MetastoreInUse
 from resources.metastore import MetastoreSettingError, MetastoreUnavailable
 from resources.object_store import LakeRootUnreachable
 from resources.settings import DEFAULT_SPARK_MASTER
-from resources.spark import SparkConnectUnreachable
+from resources.spark_connect import SparkConnectUnreachable
 from resources.spark_jvm import SparkJarsMissing
 
 SQL_PORT_HELP = (

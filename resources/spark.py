@@ -10,17 +10,13 @@ Spark application of its own (tests, one-off scripts).
 from __future__ import annotations
 
 import contextlib
-import itertools
 import logging
 import os
-import socket
 import sys
 import threading
-import time
 import weakref
 from collections.abc import Iterator
 from typing import Any
-from urllib.parse import urlparse
 
 from dagster_pyspark import LazyPySparkResource
 from pydantic import Field, PrivateAttr
@@ -31,6 +27,7 @@ from resources import metastore as metastores
 from resources.codegen import forget, restore_code_generation
 from resources.settings import metastore as configured_metastore
 from resources.settings import parse_spark_conf
+from resources.spark_connect import check_reachable
 from resources.spark_jvm import (
     DEFAULT_ARCHIVE,
     delta_agent_option,
@@ -54,7 +51,6 @@ LOCAL_DEFAULTS: dict[str, str] = {
     "spark.driver.memory": "2g",
     "spark.ui.showConsoleProgress": "false",
 }
-CONNECT_TIMEOUT_S = 10.0
 # How long a run waits for a Connect server that refuses connections: one restarting (killed, or
 # moved) is back within it, and a run retried at once after the server died does not fail again.
 CONNECT_WAIT_S = 120.0
@@ -68,10 +64,6 @@ def release_thread_sessions() -> None:
     (``lakehouse_assets.executor``) calls it when its step has ended."""
     for resource in list(_IN_USE.values()):
         resource.release_thread_session()
-
-
-class SparkConnectUnreachable(RuntimeError):
-    """No Spark Connect server answers at the configured URL."""
 
 
 class SparkResource(LazyPySparkResource):
@@ -271,44 +263,3 @@ def cached(frame: DataFrame) -> Iterator[DataFrame]:
         yield frame
     finally:
         frame.unpersist()
-
-
-def shown_url(url: str) -> str:
-    """``url`` as logs and errors show it: a Spark Connect URL's ``token`` parameter (a bearer
-    credential, ``sc://host:15002/;token=...``) hidden, the other parameters as given."""
-    base, *parameters = url.split(";")
-    hidden = [
-        f"{name}=<hidden>" if name.strip().lower() == "token" else f"{name}={value}"
-        for name, _, value in (parameter.partition("=") for parameter in parameters)
-    ]
-    return ";".join([base, *hidden])
-
-
-def check_reachable(url: str, wait_s: float = 0.0, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
-    """Return once a Spark Connect server accepts connections at ``url``, waiting up to
-    ``wait_s`` for one that does not yet (it is starting); fail naming ``url`` after that.
-
-    Raises:
-        SparkConnectUnreachable: not a Connect URL, or nothing accepted a connection in time.
-    """
-    parsed = urlparse(url.split(";")[0])
-    shown = shown_url(url)
-    if parsed.scheme != "sc" or not parsed.hostname:
-        raise SparkConnectUnreachable(
-            f"SPARK_REMOTE must be a Spark Connect URL like sc://host:15002, got {shown!r}"
-        )
-    deadline = time.monotonic() + wait_s
-    for attempt in itertools.count():
-        try:
-            with socket.create_connection((parsed.hostname, parsed.port or 15002), timeout_s):
-                return
-        except OSError as error:
-            if time.monotonic() >= deadline:
-                waited = f" (waited {wait_s:.0f} s)" if wait_s else ""
-                raise SparkConnectUnreachable(
-                    f"Cannot reach the Spark Connect server at {shown}{waited}: {error}. Start one "
-                    "with `lakehouse spark-server`, or unset SPARK_REMOTE to run a local Spark."
-                ) from error
-            if attempt == 0:
-                LOG.warning(f"Waiting up to {wait_s:.0f} s for the Spark Connect server at {shown}")
-            time.sleep(1.0)

@@ -29,7 +29,8 @@ from resources.codegen import INTERPRETED, SMALL_BATCH_ROWS, fit_code_generation
 from resources.delta import session_settings
 from resources.kafka import KAFKA_FORMAT
 from resources.settings import ENV_METASTORE
-from resources.spark import CONNECT_WAIT_S, SparkConnectUnreachable, cached, check_reachable
+from resources.spark import CONNECT_WAIT_S, cached
+from resources.spark_connect import SparkConnectUnreachable, check_reachable
 from resources.spark_jvm import (
     DEFAULT_ARCHIVE,
     DELTA_AGENT_JAR,
