@@ -18,6 +18,8 @@ from pyspark.sql import SparkSession
 from resources import SparkResource
 from resources.spark_jvm import STATE_FROM_CHECKSUM
 
+CHECKPOINT_INTERVAL = "spark.databricks.delta.properties.defaults.checkpointInterval"
+
 
 def stream_batches(spark: SparkSession, folder: Path, table: str, batches: int) -> str:
     """``batches`` streaming-sink batches into ``folder/table``: one transaction marker each."""
@@ -68,8 +70,13 @@ def main() -> None:
     path = stream_batches(spark, folder, "delta_rs", 2)
     write_deltalake(path, pa.table({"id": [9], "tag": ["rs"]}), mode="append")
     shapes["delta_rs"] = answers(spark, path)
-    # A checkpoint (every 10th version) between: the checksum of version 11.
-    shapes["checkpoint"] = answers(spark, stream_batches(spark, folder, "checkpoint", 12))
+    # A checkpoint between (every 10th version of this table; the project's tables take one
+    # every 50th): the checksum of version 11.
+    spark.conf.set(CHECKPOINT_INTERVAL, "10")
+    path = stream_batches(spark, folder, "checkpoint", 12)
+    spark.conf.unset(CHECKPOINT_INTERVAL)
+    shapes["checkpoint"] = answers(spark, path)
+    shapes["checkpoint"]["checkpointed"] = (Path(path) / "_delta_log" / "_last_checkpoint").exists()
     # Transaction markers that expire: the rebuild drops the expired ones, a checksum may not.
     path = stream_batches(spark, folder, "expiring", 1)
     retention = "'delta.setTransactionRetentionDuration' = 'interval 1 days'"

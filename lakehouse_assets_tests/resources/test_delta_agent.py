@@ -52,6 +52,7 @@ def test_a_version_with_its_checksum_answers_from_it_as_delta_would(
 ) -> None:
     served, own = shapes[shape]["true"], shapes[shape]["false"]
     assert not served["rebuilt"]
+    assert shapes[shape].get("checkpointed", shape != "checkpoint")  # the version 10 checkpoint
     assert [version for _, version in served["transactions"]] == [marker]
     assert served["files"] == files
     assert {k: v for k, v in served.items() if k != "rebuilt"} == {
