@@ -1,6 +1,6 @@
 """A bronze stream's position has one owner (bronze/position.py): no other module reads or writes
-its checkpoint's records but ``migrations.py``, which upgrades the checkpoints of earlier
-versions."""
+its checkpoint's records but ``lake_migrations.py``, which carries the markers of earlier
+versions' streams over."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ CHECKPOINT_RECORDS = {
     "committed_offsets", "files_read", "kafka_caught_up", "landing_caught_up",
     "recorded_cluster", "record_cluster", "set_aside", "query_id",
 }  # fmt: skip
-OWNERS = {"lakehouse_assets/bronze/position.py", "lakehouse_assets/migrations.py"}
+OWNERS = {"lakehouse_assets/bronze/position.py", "lakehouse_assets/lake_migrations.py"}
 
 
 def checkpoint_readers(path: Path) -> set[str]:
