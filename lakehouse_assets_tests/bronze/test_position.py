@@ -31,7 +31,8 @@ def checkpoint_readers(path: Path) -> set[str]:
 def test_only_the_owner_reads_a_streams_checkpoint() -> None:
     readers = {
         str(path.relative_to(REPO_ROOT)): names
-        for path in [*(REPO_ROOT / "lakehouse_assets").rglob("*.py")]
+        for package in ("lakehouse_assets", "lakehouse_tools")
+        for path in (REPO_ROOT / package).rglob("*.py")
         if (names := checkpoint_readers(path))
     }
     assert set(readers) == OWNERS, readers

@@ -30,6 +30,7 @@ def test_no_module_but_settings_names_a_variable() -> None:
     named = []
     for path in [
         *(REPO_ROOT / "lakehouse_assets").rglob("*.py"),
+        *(REPO_ROOT / "lakehouse_tools").rglob("*.py"),
         *(REPO_ROOT / "resources").rglob("*.py"),
     ]:
         if path.name == "settings.py" and path.parent.name == "resources":
