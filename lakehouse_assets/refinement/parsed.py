@@ -7,10 +7,9 @@ by the table's keys (or, for a table kept from its history, recomputes each chan
 of its bronze records), and checks that every record it read is in one of the two tables.
 """
 
-from collections.abc import Iterator
+from dataclasses import dataclass
 
 import dagster as dg
-from pydantic import Field
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -18,7 +17,6 @@ from lakehouse_assets.automation import silver_automation
 from lakehouse_assets.checks.expectation_results import (
     expectation_results,
     expectation_specs,
-    fail_broken,
 )
 from lakehouse_assets.checks.expectations import run_outcomes
 from lakehouse_assets.checks.outcome import Outcome
@@ -35,35 +33,23 @@ from lakehouse_assets.checks.results import (
     reconciliation_spec,
     written_rows,
 )
-from lakehouse_assets.constants import BRONZE, DATE, SILVER, asset_key, asset_tags, writer_pool
+from lakehouse_assets.constants import DATE, SILVER, asset_key, asset_tags
 from lakehouse_assets.refinement.accounting import accounted_by_the_writes, batch_counts
-from lakehouse_assets.refinement.changes import SILVER_KINDS, Changes, SilverConfig, read_changes
+from lakehouse_assets.refinement.changes import SILVER_KINDS
 from lakehouse_assets.refinement.column_types import follow_declared_types
 from lakehouse_assets.refinement.layout import days_of, layout, read_days
 from lakehouse_assets.refinement.parsed_table import ParsedTable, all_rows, rows_to_merge
-from lakehouse_assets.refinement.replay import ReplayConfig, Replaying, start_replay
 from lakehouse_assets.refinement.replay_log import log_replayed, read_again, replay_metadata
 from lakehouse_assets.refinement.step import (
     Refinement,
     refined_check_specs,
-    refined_results,
     refined_specs,
     write_quarantine,
 )
+from lakehouse_assets.refinement.step_asset import SilverStep, StepRun, silver_step_asset
 from lakehouse_assets.table_metadata import code_references, table_metadata
 from lakehouse_assets.validation import QUARANTINE_AND_REPLAYS, REASON
-from resources import LakeResource, SparkResource
-
-
-class ParsedConfig(SilverConfig):
-    """Options of one run of a parsed silver step."""
-
-    replay: ReplayConfig | None = Field(
-        default=None,
-        description="Replay the source's quarantine instead of reading new records: its open "
-        "records (those chosen here) parsed again from bronze by today's rules; those that pass "
-        "reach the table and are logged replayed, the others stay with their new reason.",
-    )
+from resources import LakeResource
 
 
 def _reconcile(
@@ -97,14 +83,20 @@ def _reconcile(
     )  # fmt: skip
 
 
-def parsed_table_asset(spec: ParsedTable) -> dg.AssetsDefinition:
-    """The multi-asset writing ``silver.<table>`` and ``silver.<source>_quarantine``."""
-    table_key = asset_key(SILVER, spec.table)
+@dataclass
+class ParsedStep(SilverStep):
+    """The silver step of a table parsed by fixed rules (``spec``)."""
 
-    @dg.multi_asset(
-        name=f"silver_{spec.table}",
-        pool=writer_pool(SILVER, spec.table),
-        specs=refined_specs(
+    spec: ParsedTable
+
+    def __post_init__(self) -> None:
+        self.table, self.source = self.spec.table, self.spec.source
+        self.expectations = self.spec.expectations
+        self.quarantine_upgrade = self.spec.quarantine_upgrade
+
+    def specs(self) -> list[dg.AssetSpec]:
+        spec = self.spec
+        return refined_specs(
             spec.table,
             spec.source,
             spec.description or spec.shape.__doc__,
@@ -114,8 +106,11 @@ def parsed_table_asset(spec: ParsedTable) -> dg.AssetsDefinition:
             owners=list(spec.owners) or None,
             tags={**asset_tags(SILVER, spec.source), **(spec.tags or {})},
             metadata=code_references(parse=spec.parse, shape=spec.shape),
-        ),
-        check_specs=refined_check_specs(
+        )
+
+    def check_specs(self) -> list[dg.AssetCheckSpec]:
+        spec, table_key = self.spec, asset_key(SILVER, self.spec.table)
+        return refined_check_specs(
             spec.table,
             spec.source,
             [
@@ -123,45 +118,24 @@ def parsed_table_asset(spec: ParsedTable) -> dg.AssetsDefinition:
                 *expectation_specs(table_key, spec.expectations),
                 reconciliation_spec(table_key, RECONCILED_WITH_BRONZE, BRONZE_RECONCILIATION),
             ],
-        ),
-    )
-    def _asset(
-        context: dg.AssetExecutionContext,
-        config: ParsedConfig,
-        spark: SparkResource,
-        lake: LakeResource,
-    ) -> Iterator[dg.MaterializeResult]:
-        session = spark.get_session()
-        upstream = (BRONZE, spec.source)
-        replayed = None
-        if config.replay is not None:
-            replayed = start_replay(
-                lake, session, spec.source, config.replay, context.run_id, config.full_refresh,
-                spec.quarantine_upgrade,
-            )  # fmt: skip
-            changes = Changes(replayed.records, {}, fresh=True)
-        else:
-            changes = read_changes(lake, session, spec.table, upstream, config.full_refresh)
-        done = _refine(context, lake, session, spec, changes, config.full_refresh, replayed)
-        yield from refined_results(context, lake, session, spec.table, spec.source, done)
-        fail_broken(done.checks, spec.expectations)
+        )
 
-    return _asset
+    def refine(self, run: StepRun) -> Refinement:
+        return _refine(run, self.spec)
 
 
-def _refine(
-    context: dg.AssetExecutionContext,
-    lake: LakeResource,
-    spark: SparkSession,
-    spec: ParsedTable,
-    changes: Changes,
-    rebuild: bool,
-    replayed: Replaying | None = None,
-) -> Refinement:
-    """Bring ``silver.<table>`` and the source's quarantine up to date with ``changes`` (with
-    ``rebuild``, all of bronze: each table replaced in one commit; ``replayed``: the
-    quarantined records a replay reads, then logged in the quarantine's replay log after the table's
-    write), and check them."""
+def parsed_table_asset(spec: ParsedTable) -> dg.AssetsDefinition:
+    """The multi-asset writing ``silver.<table>`` and ``silver.<source>_quarantine``."""
+    return silver_step_asset(ParsedStep(spec))
+
+
+def _refine(run: StepRun, spec: ParsedTable) -> Refinement:
+    """Bring ``silver.<table>`` and the source's quarantine up to date with the run's changes
+    (with ``run.rebuild``, all of bronze: each table replaced in one commit; ``run.replayed``:
+    the quarantined records a replay reads, then logged in the quarantine's replay log after
+    the table's write), and check them."""
+    context, lake, spark, changes = run.context, run.lake, run.spark, run.changes
+    rebuild, replayed = run.rebuild, run.replayed
     table_key = asset_key(SILVER, spec.table)
     stored: dict[str, str] = {}  # columns stored wider than declared, and their types
     if spec.column_types and not rebuild:

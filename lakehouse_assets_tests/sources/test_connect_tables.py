@@ -26,7 +26,7 @@ from pyspark.sql.types import (
 from lakehouse_assets.constants import SILVER, asset_key
 from lakehouse_assets.sources.assets import source_assets
 from lakehouse_assets.sources.declaration.files import load_declaration
-from lakehouse_assets.sources.writing.refine import refine
+from lakehouse_assets_tests.sources.steps import refined
 from lakehouse_assets_tests.sources.test_connect import VARIABLE, field
 from lakehouse_assets_tests.sources.test_merge_shapes import AT, BRONZE_SCHEMA
 from lakehouse_tools.broker import EmbeddedBroker
@@ -75,7 +75,7 @@ def test_connect_types_become_spark_types_and_their_changes_evolve_or_quarantine
         bronze_row(FIELDS, {"id": 2, "price": "/s9s7g==", "amount": None, "day": None,
                             "at": None, "atz": None, "t": None, "doc": None, "data": ""}, 11, 1),
     ]  # fmt: skip
-    refine(lake, spark, source, spark.createDataFrame(first, BRONZE_SCHEMA), {"t": 0})
+    refined(lake, spark, source, spark.createDataFrame(first, BRONZE_SCHEMA), {"t": 0})
     stored = lake.read(spark, SILVER, source.name)
     columns = ["id", "price", "amount", "day", "at", "atz", "t", "doc", "data"]
     assert [stored.schema[c].dataType for c in columns] == [
@@ -102,7 +102,7 @@ def test_connect_types_become_spark_types_and_their_changes_evolve_or_quarantine
         bronze_row(text, {"id": 1, "price": "199605.95"}, 21, 3),
         bronze_row(unknown, {"id": 2, "geo": "POINT(1 2)"}, 22, 4),
     ]
-    refine(lake, spark, source, spark.createDataFrame(second, BRONZE_SCHEMA), {"t": 1})
+    refined(lake, spark, source, spark.createDataFrame(second, BRONZE_SCHEMA), {"t": 1})
     stored = lake.read(spark, SILVER, source.name)
     assert stored.schema["price"].dataType == DecimalType(14, 4)
     assert stored.schema["note"].dataType == StringType()

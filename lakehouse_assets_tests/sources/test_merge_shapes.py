@@ -35,7 +35,7 @@ from pyspark.sql.types import (
 from lakehouse_assets.constants import SILVER
 from lakehouse_assets.sources.declaration.files import load_declaration
 from lakehouse_assets.sources.declaration.model import SourceDeclaration
-from lakehouse_assets.sources.writing.refine import refine
+from lakehouse_assets_tests.sources.steps import refined
 from resources import LakeResource
 
 BRONZE_SCHEMA = StructType(
@@ -204,7 +204,7 @@ def test_every_batch_shape_leaves_the_table_as_the_model_says_and_the_source_mov
             DataFrame.unionByName,
             [bronze(spark, mode, BATCHES[i][1], first_offsets[i]) for i in pending],
         )
-        refine(lake, spark, source, changes, {"shapes": version})
+        refined(lake, spark, source, changes, {"shapes": version})
         seen = [event for _, events in BATCHES[: version + 1] for event in events]
         assert table(spark, lake, source, columns) == ordered(model(seen)), shape
     rejected = lake.read(spark, SILVER, f"{source.name}_quarantine").collect()
@@ -228,10 +228,10 @@ def test_scd2_ordered_by_date_times_has_timestamp_validity_and_quarantines_a_num
     source = load_declaration(tmp_path / "things.yaml")
     lake: LakeResource = resources["lake"]
     first = [change(1, "2026-11-01T10:00:00Z", "a", 0), change(1, "2026-11-01T11:00:00Z", "b", 1)]
-    refine(lake, spark, source, spark.createDataFrame(first, BRONZE_SCHEMA), {"shapes": 0})
+    refined(lake, spark, source, spark.createDataFrame(first, BRONZE_SCHEMA), {"shapes": 0})
     # A number where the table holds date-times: quarantined with its reason, the rest merged.
     second = [change(2, 5, "x", 2), change(1, "2026-11-01T12:00:00.5Z", "c", 3)]
-    refine(lake, spark, source, spark.createDataFrame(second, BRONZE_SCHEMA), {"shapes": 1})
+    refined(lake, spark, source, spark.createDataFrame(second, BRONZE_SCHEMA), {"shapes": 1})
     stored = lake.read(spark, SILVER, source.name)
     assert [stored.schema[c].dataType for c in ("valid_from", "valid_to")] == [TimestampType()] * 2
 

@@ -20,7 +20,7 @@ from pyspark.sql import SparkSession
 from lakehouse_assets.constants import SILVER
 from lakehouse_assets.sources.declaration.files import load_declaration
 from lakehouse_assets.sources.decoding.reader import TRUNCATE_REJECTED
-from lakehouse_assets.sources.writing.refine import refine
+from lakehouse_assets_tests.sources.steps import refined
 from lakehouse_assets_tests.sources.test_merge_shapes import (
     AT,
     BRONZE_SCHEMA,
@@ -163,7 +163,7 @@ def test_an_applied_truncate_empties_the_table_as_it_was_at_its_sequence(
         changes = pending[0]
         for later in pending[1:]:
             changes = changes.unionByName(later)
-        done = refine(lake, spark, source, changes, {"truncates": version})
+        done = refined(lake, spark, source, changes, {"truncates": version})
         if not done.waiting:
             truncates = sum(1 for kind, _, _ in unread if kind == "truncate")
             skipped = sum(1 for kind, _, _ in unread if kind in NOTHING)
@@ -184,7 +184,7 @@ def test_a_truncate_not_declared_applied_is_quarantined_and_the_rows_stay(
     lake: LakeResource = resources["lake"]
     events: list[Event] = [("upsert", 1, 10), (HEARTBEAT, None, None), ("truncate", None, 20),
                            (BEGIN, None, None), ("upsert", 2, 21), (END, None, None)]  # fmt: skip
-    done = refine(lake, spark, source, bronze(spark, events, 0, schemas), {"truncates": 0})
+    done = refined(lake, spark, source, bronze(spark, events, 0, schemas), {"truncates": 0})
     assert (done.truncates, done.skipped, done.rejected) == (0, 3, 1)
     if mode == "cdc-scd2":  # every version stays open
         current = [(1, "v1@10", True), (2, "v2@21", True)]

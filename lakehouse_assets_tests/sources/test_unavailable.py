@@ -21,7 +21,7 @@ from pyspark.sql import SparkSession
 
 from lakehouse_assets.constants import SILVER
 from lakehouse_assets.sources.declaration.files import load_declaration
-from lakehouse_assets.sources.writing.refine import refine
+from lakehouse_assets_tests.sources.steps import refined
 from lakehouse_assets_tests.sources.test_merge_shapes import AT, BRONZE_SCHEMA, ordered
 from resources import LakeResource
 
@@ -155,7 +155,7 @@ def test_a_placeholder_keeps_the_value_before_it_in_every_batch_shape(
         offset += len(events)
         everything += rows
         batch = spark.createDataFrame(rows, BRONZE_SCHEMA)
-        done = refine(lake, spark, source, batch, {"t": version})
+        done = refined(lake, spark, source, batch, {"t": version})
         placeholders = any(event[3] == P for event in events)
         assert done.unavailable == (["b", "v"] if placeholders else []), shape
         seen = [event for _, batch in BATCHES[: version + 1] for event in batch]
@@ -165,7 +165,7 @@ def test_a_placeholder_keeps_the_value_before_it_in_every_batch_shape(
     assert stored.where(f"v = '{PLACEHOLDER}'").count() == 0
     # A full refresh from all of bronze makes the same table.
     all_bronze = spark.createDataFrame(everything, BRONZE_SCHEMA)
-    refine(lake, spark, source, all_bronze, {"t": len(BATCHES)}, rebuild=True)
+    refined(lake, spark, source, all_bronze, {"t": len(BATCHES)}, rebuild=True)
     seen = [event for _, batch in BATCHES for event in batch]
     assert table(spark, lake, source.name, columns) == ordered(model(seen)), "full refresh"
 
@@ -186,5 +186,5 @@ def test_a_declared_placeholder_is_the_one_recognised(
         payload = {"op": "u", "before": None, "after": row, "source": {"lsn": offset}}
         value = json.dumps({"schema": SCHEMA, "payload": payload}).encode()
         rows.append((b'{"id": 1}', value, "things", 0, offset, AT, AT, "insert"))
-    refine(lake, spark, source, spark.createDataFrame(rows, BRONZE_SCHEMA), {"t": 0})
+    refined(lake, spark, source, spark.createDataFrame(rows, BRONZE_SCHEMA), {"t": 0})
     assert table(spark, lake, source.name, ["id", "v", "_sequence"]) == [(1, "long text", 1)]

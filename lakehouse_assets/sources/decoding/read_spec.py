@@ -1,8 +1,10 @@
-"""What the executors need to read a source's records (``reader``, ``columnar``,
-``connect_columns``): plain values from its declaration and schema, pickled to them."""
+"""How a source's records are read: plain values from its declaration (``declaration.read_spec``)
+and its schema, built once per run and pickled to the executors (``reader``, ``columnar``,
+``connect_columns``). Decoding takes this, never the declaration itself."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from lakehouse_assets.sources.decoding import debezium
@@ -12,15 +14,18 @@ from lakehouse_assets.sources.decoding.schema import Schema, Type
 
 @dataclass(frozen=True)
 class ReadSpec:
-    """What the executors need to read a source's records: plain values, pickled to them."""
+    """How a source's records are read: plain values, pickled to the executors."""
 
     schema: Schema
     flatten: bool
     format: str  # json | debezium-json | avro
     mode: str
+    name: str = ""  # the source's: its schema file is ``silver/_schemas/<name>.json``
     keys: tuple[str, ...] = ()
     order_by: str = "offset"
     avsc: str | None = None  # the Avro schema, JSON
+    avro_schema: str | None = None  # where the Avro schema was read, for its errors
+    sample_size: int = 10_000  # records a schema is first inferred from at most
     avro_framing: str = "confluent"
     separator: str = "_"  # between a flattened column's parent and child names
     keep_empty_strings: bool = False  # False: an empty string is stored as NULL
@@ -29,6 +34,10 @@ class ReadSpec:
     # Every record's value kept, not only a reject's: some records the reader accepts go to the
     # quarantine afterwards (``reading.rejects_after_reading``), which keeps their bytes.
     keep_values: bool = False
+
+    def using(self, schema: Schema) -> ReadSpec:
+        """The spec reading with ``schema``."""
+        return dataclasses.replace(self, schema=schema)
 
     def leaves(self) -> list[tuple[str, tuple[str, ...], Type]]:
         return list(types.leaves(self.schema, self.flatten, self.separator))

@@ -12,15 +12,12 @@ import functools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import from_arrow_type
 from pyspark.sql.types import StructField, StructType
 
 from lakehouse_assets.constants import BRONZE, SILVER
-from lakehouse_assets.sources.declaration.model import CDC_MODES, SourceDeclaration
 from lakehouse_assets.sources.decoding import avro, evolution
 from lakehouse_assets.sources.decoding import schema as types
 from lakehouse_assets.sources.decoding.read_spec import ReadSpec
@@ -46,55 +43,30 @@ class Read:
     widened: list[str]  # leaf columns the batch widened
 
 
-def schema_path(source: SourceDeclaration) -> tuple[str, ...]:
-    """Where the source's schema file lives, under the lake root."""
-    return (SILVER, SCHEMAS_DIR, f"{source.name}.json")
+def schema_path(name: str) -> tuple[str, ...]:
+    """Where the schema file of source ``name`` lives, under the lake root."""
+    return (SILVER, SCHEMAS_DIR, f"{name}.json")
 
 
-def load_schema(lake: LakeResource, source: SourceDeclaration) -> Schema | None:
-    """The source's persisted schema, or None before the first run (or after a deletion, which
-    asks for a new inference).
+def load_schema(lake: LakeResource, name: str) -> Schema | None:
+    """The persisted schema of source ``name``, or None before the first run (or after a
+    deletion, which asks for a new inference).
 
     Raises:
         SchemaError: the file was edited into something that is not a schema.
     """
-    text = lake.read_text(*schema_path(source))
-    return types.loads(text, where=lake.path(*schema_path(source))) if text else None
+    text = lake.read_text(*schema_path(name))
+    return types.loads(text, where=lake.path(*schema_path(name))) if text else None
 
 
-def reinfer_schema(lake: LakeResource, spark: SparkSession, source: SourceDeclaration) -> Schema:
+def reinfer_schema(lake: LakeResource, spark: SparkSession, spec: ReadSpec) -> Schema:
     """Infer the source's schema anew from the latest value per key of all of bronze, and
     replace the file with it. Columns the table has keep their types until the data widens them.
     """
-    values = evolution.sample(lake.read(spark, BRONZE, source.name), source.sample_size)
-    schema = evolution.infer(read_spec(source, {}), values)
-    lake.write_text(types.dumps(schema), *schema_path(source))
+    values = evolution.sample(lake.read(spark, BRONZE, spec.name), spec.sample_size)
+    schema = evolution.infer(spec.using({}), values)
+    lake.write_text(types.dumps(schema), *schema_path(spec.name))
     return schema
-
-
-def read_spec(source: SourceDeclaration, schema: Schema) -> ReadSpec:
-    """What the executors need to read the source's records with ``schema``."""
-    avsc = json.dumps(_avsc(source)) if source.format == "avro" else None
-    return ReadSpec(
-        schema=schema, flatten=source.flatten, format=source.format, mode=source.mode,
-        keys=source.keys if source.mode in CDC_MODES else (), order_by=source.order_by,
-        avsc=avsc, avro_framing=source.avro_framing, separator=source.separator,
-        keep_empty_strings=source.keeps_empty_strings,
-        placeholder=source.unavailable_value_placeholder, truncates=source.truncate == "apply",
-        keep_values=rejects_after_reading(source),
-    )  # fmt: skip
-
-
-def rejects_after_reading(source: SourceDeclaration) -> bool:
-    """Whether a record the reader accepts may still go to the quarantine, which keeps its
-    bytes: by a ``drop`` expectation, or (``cdc-scd2``) by an order value of another kind than
-    ``valid_from`` holds."""
-    drops = any(expectation.on_violation == "drop" for expectation in source.expectations)
-    return drops or source.mode == "cdc-scd2"
-
-
-def _avsc(source: SourceDeclaration) -> dict[str, Any]:
-    return avro.read_avsc(Path(str(source.avro_schema)))
 
 
 def read_records(changes: DataFrame, spec: ReadSpec, carry: Sequence[str] = ()) -> DataFrame:
@@ -112,26 +84,25 @@ def read_records(changes: DataFrame, spec: ReadSpec, carry: Sequence[str] = ()) 
 
 
 def read_growing(
-    lake: LakeResource, source: SourceDeclaration, changes: DataFrame, carry: Sequence[str] = ()
+    lake: LakeResource, spec: ReadSpec, changes: DataFrame, carry: Sequence[str] = ()
 ) -> Read:
     """The batch read (checkpointed, with the ``carry`` columns) with the file's schema (the
     .avsc's for Avro; inferred on the first run), grown by what the batch shows, in which case
     the batch is read again. The grown schema is saved."""
-    stored = schema = load_schema(lake, source)
-    if source.format == "avro":  # declared, not inferred: the .avsc grows the file's schema
-        declared = avro.table_schema(_avsc(source), str(source.avro_schema))
+    stored = schema = load_schema(lake, spec.name)
+    if spec.avsc is not None:  # declared, not inferred: the .avsc grows the file's schema
+        declared = avro.table_schema(json.loads(spec.avsc), str(spec.avro_schema))
         schema = types.evolve(schema or {}, declared)
     elif schema is None:
-        values = evolution.sample(changes, source.sample_size)
-        schema = evolution.infer(read_spec(source, {}), values)
+        schema = evolution.infer(spec.using({}), evolution.sample(changes, spec.sample_size))
     # Checkpointed, not cached: kept as rows, it costs the read and little more (caching the
     # typed rows in columns took as long again).
-    typed = read_records(changes, read_spec(source, schema), carry).localCheckpoint(eager=True)
+    typed = read_records(changes, spec.using(schema), carry).localCheckpoint(eager=True)
     grown = evolution.grow(schema, evolution.issues_of(typed))
     if grown != schema:
-        typed = read_records(changes, read_spec(source, grown), carry).localCheckpoint(eager=True)
+        typed = read_records(changes, spec.using(grown), carry).localCheckpoint(eager=True)
     if grown != stored:
-        lake.write_text(types.dumps(grown), *schema_path(source))
-    added, widened = evolution.changes(stored or {}, grown, source.flatten, source.separator)
-    return Read(grown, typed, inferred=stored is None and source.format != "avro",
+        lake.write_text(types.dumps(grown), *schema_path(spec.name))
+    added, widened = evolution.changes(stored or {}, grown, spec.flatten, spec.separator)
+    return Read(grown, typed, inferred=stored is None and spec.avsc is None,
                 added=added, widened=widened)  # fmt: skip

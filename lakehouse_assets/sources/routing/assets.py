@@ -2,6 +2,7 @@
 one silver run routing each batch, and ``silver/<name>``, an asset with one dynamic partition per
 ``<domain>/<topic>/<type>`` whose materializations show each routed table and its row count."""
 
+import functools
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,6 +20,7 @@ from lakehouse_assets.constants import (
     asset_tags,
     writer_pool,
 )
+from lakehouse_assets.pipeline import Pipeline
 from lakehouse_assets.refinement.changes import read_changes
 from lakehouse_assets.refinement.step import quarantine_table
 from lakehouse_assets.sensors.streams import kafka_lag_sensor
@@ -191,46 +193,28 @@ def _routed_materializations(
             )
 
 
-def route_assets(source: SourceDeclaration) -> list[dg.AssetsDefinition | dg.AssetSpec]:
-    """Every asset of a route-by-type source."""
-    routing = routing_of(source)
-    topics = [source.topic] if source.topic else []
-    bronze = [
-        kafka_bronze_asset(
-            source.name, topics, pattern=source.topic_pattern,
-            description=source.description, owners=source.owners,
-        )
-    ]  # fmt: skip
-    if routing.locations is not None:
-        bronze.append(kafka_bronze_asset(locations_table(source), [routing.locations.topic]))
-    return [*bronze, router_asset(source), routed_tables_spec(source)]
-
-
-def route_streams(source: SourceDeclaration) -> list[tuple[str, list[str], str | None]]:
-    """``(bronze table, topics, pattern)`` of each stream of the source."""
+def route_pipeline(source: SourceDeclaration, settings: SensorSettings) -> Pipeline:
+    """A route-by-type source as the definitions take every pipeline: the bronze streams of its
+    notices (and locations), each with its lag sensor and freshness check, its router, and its
+    tables (those it routes to, one per type met, are listed when maintenance runs)."""
     routing = routing_of(source)
     streams = [(source.name, [source.topic] if source.topic else [], source.topic_pattern)]
     if routing.locations is not None:
         streams.append((locations_table(source), [routing.locations.topic], None))
-    return streams
-
-
-def route_sensors(source: SourceDeclaration, settings: SensorSettings) -> list[dg.SensorDefinition]:
-    return [
-        kafka_lag_sensor(t, settings, topics, pattern)
-        for t, topics, pattern in route_streams(source)
-    ]
-
-
-def route_freshness_checks(source: SourceDeclaration) -> list[dg.AssetChecksDefinition]:
-    return [
-        kafka_freshness_check(t, topics, pattern) for t, topics, pattern in route_streams(source)
-    ]
-
-
-def route_tables(source: SourceDeclaration) -> dict[str, list[str]]:
-    """The source's fixed tables per layer (the routed tables are found in the lake)."""
+    bronze = [
+        kafka_bronze_asset(
+            source.name, streams[0][1], pattern=source.topic_pattern,
+            description=source.description, owners=source.owners,
+        ),
+        *[kafka_bronze_asset(table, topics) for table, topics, _ in streams[1:]],
+    ]  # fmt: skip
     silver = [index_table(source), quarantine_table(source.name)]
-    if routing_of(source).locations is not None:
+    if routing.locations is not None:
         silver.append(locations_table(source))
-    return {BRONZE: [t for t, _, _ in route_streams(source)], SILVER: silver}
+    return Pipeline(
+        assets=[*bronze, router_asset(source), routed_tables_spec(source)],
+        sensors=[kafka_lag_sensor(t, settings, topics, pattern) for t, topics, pattern in streams],
+        freshness_checks=[kafka_freshness_check(*stream) for stream in streams],
+        tables={BRONZE: [table for table, _, _ in streams], SILVER: silver},
+        listers=[functools.partial(routed_tables, source=source.name)],
+    )

@@ -31,5 +31,5 @@ def field_description(source: SourceDeclaration) -> str:
     """The description of a column holding a field of ``source``'s records."""
     return (
         f"A field of the `{source.name}` records, typed by the schema file "
-        f"`{'/'.join(schema_path(source))}` under the lake root."
+        f"`{'/'.join(schema_path(source.name))}` under the lake root."
     )

@@ -1,6 +1,6 @@
-"""A declared source's bronze changes into its silver table: read with the source's schema
-(``reading``: inferred, persisted, evolved), rejects to the quarantine table, the rest kept as
-the mode says.
+"""A declared source's read batch into its silver table (read with the source's schema:
+``decoding.reading``, inferred, persisted, evolved): rejects to the quarantine table, the rest
+kept as the mode says.
 
 Each write carries the transaction marker of the bronze version read, so a re-run after a crash
 neither loses nor repeats a batch.
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import dagster as dg
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from lakehouse_assets.checks.expectations import (
@@ -23,9 +23,9 @@ from lakehouse_assets.checks.expectations import (
 )
 from lakehouse_assets.checks.outcome import Outcome
 from lakehouse_assets.constants import SILVER
-from lakehouse_assets.refinement.replay import Replaying
 from lakehouse_assets.refinement.replay_log import log_replayed, read_again
 from lakehouse_assets.refinement.step import write_quarantine
+from lakehouse_assets.refinement.step_asset import StepRun
 from lakehouse_assets.sources.declaration.expectations import require_columns
 from lakehouse_assets.sources.declaration.model import CDC_MODES, SourceDeclaration
 from lakehouse_assets.sources.decoding import debezium
@@ -38,11 +38,9 @@ from lakehouse_assets.sources.decoding.reader import (
     SKIPPED,
     UNAVAILABLE,
 )
-from lakehouse_assets.sources.decoding.reading import read_growing
+from lakehouse_assets.sources.decoding.reading import Read
 from lakehouse_assets.sources.writing import cdc, transforms, writes
 from lakehouse_assets.validation import REASON, kafka_quarantine
-from resources import LakeResource
-from resources.delta import Markers
 
 
 @dataclass
@@ -86,21 +84,16 @@ def _waits(source: SourceDeclaration, columns: Sequence[str]) -> bool:
     return source.mode in CDC_MODES and not set(source.keys) <= set(columns)
 
 
-def refine(
-    lake: LakeResource,
-    spark: SparkSession,
-    source: SourceDeclaration,
-    changes: DataFrame,
-    markers: Markers,
-    rebuild: bool = False,
-    replayed: Replaying | None = None,
-) -> Refined:
-    """Bring ``silver.<source>`` and its quarantine (and deletes) tables up to date with
-    ``changes``; with ``rebuild``, ``changes`` are all of bronze and each table is replaced in
-    one commit (readers see the old table until then); ``replayed``: the quarantined records a
-    replay reads (``changes``), logged in the quarantine's replay log after the table's writes."""
+def refine(run: StepRun, source: SourceDeclaration, read: Read) -> Refined:
+    """Bring ``silver.<source>`` and its quarantine (and deletes) tables up to date with the
+    run's changes, ``read`` (``reading.read_growing``); with ``run.rebuild``, the changes are all
+    of bronze and each table is replaced in one commit (readers see the old table until then);
+    ``run.replayed``: the quarantined records a replay reads, logged in the quarantine's replay
+    log after the table's writes."""
+    lake, spark, markers, rebuild, replayed = (
+        run.lake, run.spark, run.markers, run.rebuild, run.replayed
+    )  # fmt: skip
     done = Refined()
-    read = read_growing(lake, source, changes)
     schema, typed = read.schema, read.records
     done.schema_inferred, done.added, done.widened = read.inferred, read.added, read.widened
     done.read, fill, done.truncates, done.skipped = _batch_facts(typed, source)
