@@ -23,6 +23,7 @@ from lakehouse_assets.constants import (
 from lakehouse_assets.pipeline import Pipeline
 from lakehouse_assets.refinement.changes import read_changes
 from lakehouse_assets.refinement.step import quarantine_table
+from lakehouse_assets.refinement.step_asset import StepConfig, StepRun
 from lakehouse_assets.sensors.streams import kafka_lag_sensor
 from lakehouse_assets.sources.declaration.model import SourceDeclaration
 from lakehouse_assets.sources.declaration.routing import table_name
@@ -144,8 +145,9 @@ def router_asset(source: SourceDeclaration) -> dg.AssetsDefinition:
             changes = read_changes(lake, session, index_table(source), (BRONZE, source.name))
             if changes.fresh:
                 partitions = types_partitions(source).name or ""
+                run = StepRun(context, lake, session, StepConfig(), changes)
                 done = route(
-                    lake, session, source, changes.rows, changes.markers, url,
+                    run, source, url,
                     lambda keys: context.instance.add_dynamic_partitions(partitions, keys),
                 )  # fmt: skip
                 context.log.info(f"silver.{source.name}: {done.metadata()}")

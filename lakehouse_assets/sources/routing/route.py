@@ -21,6 +21,7 @@ from pyspark.sql.types import StructField, StructType
 
 from lakehouse_assets.constants import SILVER
 from lakehouse_assets.refinement.step import write_quarantine
+from lakehouse_assets.refinement.step_asset import StepRun
 from lakehouse_assets.sources.declaration.model import SourceDeclaration
 from lakehouse_assets.sources.declaration.read_spec import read_spec
 from lakehouse_assets.sources.declaration.routing import Routing
@@ -103,16 +104,14 @@ def update_locations(
 
 
 def route(
-    lake: LakeResource,
-    spark: SparkSession,
+    run: StepRun,
     source: SourceDeclaration,
-    changes: DataFrame,
-    markers: Markers,
     store_url: str,
     register: Callable[[list[str]], None] = lambda partitions: None,
 ) -> Routed:
-    """Apply the notices among ``changes`` (bronze rows) to the routed tables and the index;
-    ``register`` learns the partition keys of the tables written before they are."""
+    """Apply the notices among the run's changes (bronze rows) to the routed tables and the
+    index; ``register`` learns the partition keys of the tables written before they are."""
+    lake, spark, changes, markers = run.lake, run.spark, run.changes.rows, run.markers
     routing = routing_of(source)
     done = Routed()
     read = notices.notices(changes, routing, source.order_by).localCheckpoint(eager=True)
