@@ -144,11 +144,6 @@ def held(delta: DeltaTable | None, app_ids: Iterable[str]) -> dict[str, int | No
     return versions
 
 
-def unheld(uri: str, markers: Markers | None) -> dict[str, int]:
-    """The ``markers`` the table at ``uri`` does not hold yet (all before it exists)."""
-    return missing(markers or {}, held(find(uri), (markers or {}).keys()))
-
-
 def missing(markers: Markers, versions: Mapping[str, int | None]) -> dict[str, int]:
     """The ``markers`` not held at their version or later (``versions``: those held)."""
     return {

@@ -9,6 +9,7 @@ for a replay, else with the bronze changes its table has not consumed. It travel
 an expectation that fails on violation fails the run last, once all is recorded.
 """
 
+from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -62,7 +63,7 @@ class StepRun:
         return self.config.full_refresh
 
 
-class SilverStep:
+class SilverStep(ABC):
     """What a kind of silver step brings to the factory: its tables (``silver.<table>``, and
     ``silver.<source>_quarantine`` for the records ``bronze.<source>`` has that break its
     rules), their specs and checks, its config, and ``refine``."""
@@ -75,15 +76,17 @@ class SilverStep:
     change_type: bool = False  # whether ``refine`` reads the kind of each change
     tombstones: bool = False  # whether a replay reads a Kafka tombstone as a record
 
+    @abstractmethod
     def specs(self) -> list[dg.AssetSpec]:
-        raise NotImplementedError
+        """The specs of ``silver.<table>``, the quarantine and the step's other tables."""
 
+    @abstractmethod
     def check_specs(self) -> list[dg.AssetCheckSpec]:
-        raise NotImplementedError
+        """The checks of its tables."""
 
+    @abstractmethod
     def refine(self, run: StepRun) -> Refinement:
         """Carry the run's records to the step's tables; returns what it did."""
-        raise NotImplementedError
 
     def more(self, run: StepRun) -> Iterator[dg.MaterializeResult]:
         """The materializations of the step's other tables, after a run."""

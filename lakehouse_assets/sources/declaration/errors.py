@@ -97,12 +97,6 @@ def read_document(path: Path) -> tuple[yaml.Node, dict[str, Any]]:
     return node, data
 
 
-def lines_of(path: Path) -> dict[tuple[Any, ...], int]:
-    """The line of each field of a (valid YAML) declaration file."""
-    node = yaml.compose(path.read_text(), Loader=yaml.SafeLoader)
-    return dict(field_lines(node)) if node is not None else {}
-
-
 def validation_errors(
     path: Path, lines: dict[tuple[Any, ...], int], error: ValidationError, known: Iterable[str]
 ) -> list[DeclarationError]:
