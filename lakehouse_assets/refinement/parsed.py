@@ -7,8 +7,6 @@ by the table's keys (or, for a table kept from its history, recomputes each chan
 of its bronze records), and checks that every record it read is in one of the two tables.
 """
 
-from dataclasses import dataclass
-
 import dagster as dg
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -83,16 +81,14 @@ def _reconcile(
     )  # fmt: skip
 
 
-@dataclass
 class ParsedStep(SilverStep):
     """The silver step of a table parsed by fixed rules (``spec``)."""
 
-    spec: ParsedTable
-
-    def __post_init__(self) -> None:
-        self.table, self.source = self.spec.table, self.spec.source
-        self.expectations = self.spec.expectations
-        self.quarantine_upgrade = self.spec.quarantine_upgrade
+    def __init__(self, spec: ParsedTable) -> None:
+        self.spec = spec
+        self.table, self.source = spec.table, spec.source
+        self.expectations = spec.expectations
+        self.quarantine_upgrade = spec.quarantine_upgrade
 
     def specs(self) -> list[dg.AssetSpec]:
         spec = self.spec
