@@ -14,11 +14,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pyarrow.fs import FileType
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame
 
 from resources import delta_log
-from resources.object_store import hadoop_uri
+from resources.object_store import filesystem, hadoop_uri
 
 STREAM_WRITE = "STREAMING UPDATE"  # the operation of a commit of Delta's streaming sink
 # Spark's words when another run created a checkpoint file of this stream first, and Delta's when
@@ -29,6 +30,9 @@ CONCURRENT_RUN_MARKS = (
     "concurrently using",
     "DELTA_CONCURRENT_TRANSACTION",
 )
+# Spark's words when a stream it found new (no batch's offsets) has files in its checkpoint: another
+# run of it, if that run's first batch's offsets are there now.
+CHECKPOINT_NOT_EMPTY = "STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY"
 
 
 class StreamRunElsewhere(RuntimeError):
@@ -58,7 +62,8 @@ def run_available_now(
     Raises:
         StreamRunElsewhere: another application created this stream's next checkpoint file first
             (its metadata, or a batch's offsets; on an object store each is created only if
-            absent), or committed the batch this run was writing: this run stopped before
+            absent; or the first batch's offsets, after this run found none), or committed the
+            batch this run was writing: this run stopped before
             writing what would follow, and the other goes on.
         pyspark.errors.StreamingQueryException: a batch failed; the checkpoint keeps the offsets
             of the failed batch, so the next run retries it.
@@ -77,7 +82,9 @@ def run_available_now(
         query = writer.start(hadoop_uri(table_uri))  # a new checkpoint's metadata is created here
         query.awaitTermination()
     except PySparkException as error:  # StreamingQueryException, or Connect's at the start
-        if any(mark in str(error) for mark in CONCURRENT_RUN_MARKS):
+        if any(mark in str(error) for mark in CONCURRENT_RUN_MARKS) or (
+            CHECKPOINT_NOT_EMPTY in str(error) and _first_batch_planned(checkpoint)
+        ):
             raise StreamRunElsewhere(
                 f"The stream {stream} is being run by another Spark application at the same "
                 f"time: that run wrote the next batch, or the next file of its checkpoint "
@@ -106,3 +113,9 @@ def run_available_now(
         end = progress["sources"][0].get("endOffset")
         run.end_offsets = json.loads(end) if isinstance(end, str) else end
     return run
+
+
+def _first_batch_planned(checkpoint: str) -> bool:
+    """Whether the offsets of the stream's first batch are in its checkpoint."""
+    store, path = filesystem(checkpoint)
+    return store.get_file_info(f"{path}/offsets/0").type != FileType.NotFound

@@ -17,6 +17,7 @@ import dagster as dg
 import pytest
 from deltalake import DeltaTable
 from pyspark import StorageLevel
+from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
@@ -38,7 +39,7 @@ from resources.spark_jvm import (
     quick_start_options,
     without_connect,
 )
-from resources.streaming import run_available_now
+from resources.streaming import CHECKPOINT_NOT_EMPTY, run_available_now
 
 
 def test_python_workers_run_the_project_interpreter(spark: SparkSession) -> None:
@@ -357,3 +358,18 @@ def test_a_new_table_carries_the_projects_checkpoint_interval(
     for table in (source, sink):
         properties = DeltaTable(str(table)).metadata().configuration
         assert properties.get("delta.checkpointInterval") == CHECKPOINT_INTERVAL, table
+
+
+def test_a_stray_file_in_a_new_streams_checkpoint_is_not_called_another_run(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Spark refuses to start a stream it finds new (no batch's offsets) whose checkpoint holds
+    files. That is another run of it only once that run's first offsets are there; a file left
+    behind is Spark's own error, which says to clear the checkpoint."""
+    source, sink, checkpoint = tmp_path / "written", tmp_path / "streamed", tmp_path / "checkpoint"
+    delta.append(spark.createDataFrame([(1, "a")], "id long, v string"), str(source))
+    (checkpoint / "offsets").mkdir(parents=True)
+    (checkpoint / "offsets" / "left-behind").write_text("")
+    stream = spark.readStream.format("delta").load(str(source))
+    with pytest.raises(PySparkException, match=CHECKPOINT_NOT_EMPTY):  # not StreamRunElsewhere
+        run_available_now(stream, str(sink), str(checkpoint), "stray")
