@@ -27,7 +27,6 @@ from pyspark.sql.types import BooleanType
 from lakehouse_assets.checks.outcome import SAMPLE_ROWS, Outcome
 
 Action = Literal["warn", "drop", "fail"]
-ACTIONS: tuple[Action, ...] = ("warn", "drop", "fail")
 REASON_PREFIX = "expectation "  # a dropped record's reason: "expectation <name>"
 
 

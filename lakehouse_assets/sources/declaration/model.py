@@ -187,8 +187,3 @@ class SourceDeclaration(BaseModel):
             return None
         added = LANDING_COLUMNS if self.format == LANDING else KAFKA_COLUMNS
         return [field.name for field in self.fields] + list(added)
-
-    @property
-    def keyed(self) -> bool:
-        """Whether silver keeps one row (or one history) per key rather than every record."""
-        return self.mode != "append"

@@ -145,8 +145,3 @@ def table_name(domain: str, topic: str, document_type: str) -> str:
     """The lake table of a (domain, topic, type): ``<domain>_<topic>_<type>``, lower case, each
     character other than a letter, a digit or ``_`` made ``_``."""
     return re.sub(r"[^a-z0-9_]", "_", f"{domain}_{topic}_{document_type}".lower())
-
-
-def partition_key(domain: str, topic: str, document_type: str) -> str:
-    """The dynamic partition of a routed table: ``<domain>/<topic>/<type>``."""
-    return f"{domain}/{topic}/{document_type}"

@@ -41,8 +41,6 @@ def newer(source: Side, target: Side) -> Column:
 
 DELETE_COLUMNS = (SEQUENCE, "_kafka_offset", "_kafka_timestamp")
 SEQUENCE_SQL_TYPE = "decimal(38,6)"
-# The type of valid_from and valid_to for each kind of order_by value (``ORDER_KIND``).
-VALIDITY_TYPES = {"long": "bigint", "double": "double", "timestamp": "timestamp"}
 # The kinds each type holds (a decimal sequence, as tables of earlier versions have, holds all).
 HOLDS = {"bigint": {"long"}, "double": {"long", "double"}, "timestamp": {"timestamp"}}
 METADATA = {OP, "_raw_change_type", *KAFKA_COLUMNS}  # after the data columns and validity
