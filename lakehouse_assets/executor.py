@@ -34,10 +34,7 @@ from dagster._core.execution.compute_logs import create_compute_log_file_key
 from dagster._core.execution.context.system import PlanExecutionContext, PlanOrchestrationContext
 from dagster._core.execution.context_creation_job import PlanExecutionContextManager
 from dagster._core.execution.execute_in_process import core_execute_in_process
-from dagster._core.execution.plan.execute_plan import (
-    _trigger_hook,
-    dagster_event_sequence_for_step,
-)
+from dagster._core.execution.plan.execute_plan import _trigger_hook, dagster_event_sequence_for_step
 from dagster._core.execution.plan.instance_concurrency_context import InstanceConcurrencyContext
 from dagster._core.execution.plan.plan import ExecutionPlan
 from dagster._core.execution.retries import RetryMode, get_retries_config

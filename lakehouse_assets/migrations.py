@@ -17,9 +17,6 @@ behind the user's back, and nothing already in the lake is lost.
 An upgrade rewrites the table in one commit whose files are marked as no data change, so the
 silver tables reading its change data feed do not take the rows again, and the streams' exactly-
 once markers are kept. Run it while no run writes to the lake.
-
-The steps ``lakehouse migrate`` takes over a whole lake (a lake of the delta-rs era taken over,
-its tables registered) are ``lake_migrations``.
 """
 
 from __future__ import annotations

@@ -11,7 +11,8 @@ import dagster as dg
 import pytest
 
 from lakehouse_assets.definitions import defs, lakehouse_definitions
-from lakehouse_assets.sources.assets import source_tables
+from lakehouse_assets.pipeline import tables_by_layer
+from lakehouse_assets.sources.assets import source_pipeline
 from lakehouse_assets.sources.declaration.files import load_declarations
 from resources import ENV_SPARK_CONF, SparkResource, build_resources
 from resources.settings import ENV_SOURCES_DIR
@@ -93,7 +94,7 @@ def test_each_declared_source_becomes_assets_a_lag_sensor_and_maintained_tables(
     sensors = {sensor.name for sensor in built.sensors or ()}
     assert {"clicks_kafka_lag", "customers_kafka_lag", "prices_kafka_lag"} <= sensors
     by_name = {source.name: source for source in sources}
-    assert source_tables(by_name["customers"]) == {
+    assert tables_by_layer([source_pipeline(by_name["customers"])]) == {
         "bronze": ["customers"],
         "silver": ["customers", "customers_quarantine", "customers_deletes"],
     }
@@ -130,7 +131,7 @@ def test_a_source_with_declared_fields_has_its_rules_as_checks() -> None:
         ("readings", "not_empty"), ("readings_quarantine", "quarantine_rate"),
     }  # fmt: skip
     by_name = {source.name: source for source in sources}
-    assert source_tables(by_name["readings"]) == {
+    assert tables_by_layer([source_pipeline(by_name["readings"])]) == {
         "bronze": ["readings"],
         "silver": ["readings", "readings_quarantine"],
     }

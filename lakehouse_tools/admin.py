@@ -11,12 +11,7 @@ import sys
 import warnings
 from typing import TYPE_CHECKING, Any
 
-from resources import (
-    ENV_AS_OF_DATE,
-    ENV_KAFKA_BOOTSTRAP_SERVERS,
-    ENV_LAKEHOUSE_ROOT,
-    object_store,
-)
+from resources import ENV_AS_OF_DATE, ENV_KAFKA_BOOTSTRAP_SERVERS, ENV_LAKEHOUSE_ROOT, object_store
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -10,15 +10,10 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from lakehouse_tools import sql_auth
 from lakehouse_tools.admin import migrate, produce_sample, profile, replay, sources, sql
-from lakehouse_tools.broker import (
-    DEFAULT_BROKER_PORT,
-    EmbeddedBroker,
-    EmbeddedBrokerError,
-)
+from lakehouse_tools.broker import DEFAULT_BROKER_PORT, EmbeddedBroker, EmbeddedBrokerError
 from lakehouse_tools.demo import demo
 from lakehouse_tools.kafka_connect import KafkaConnectError
 from lakehouse_tools.postgres import PostgresServerError
@@ -41,9 +36,6 @@ SQL_PORT_HELP = (
     f"the Spark server's SQL endpoint's port, for JDBC and ODBC clients and BI tools (default "
     f"{DEFAULT_SQL_PORT}; 0: a free one)"
 )
-
-if TYPE_CHECKING:
-    pass
 
 
 def serve(service: LocalService, variable: str) -> None:
@@ -155,12 +147,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     run_server = commands.add_parser("spark-server", help="run a Spark Connect server")
     run_server.add_argument("--port", type=int, default=DEFAULT_CONNECT_PORT)
     run_server.add_argument("--host", default="127.0.0.1", help="address to listen on")
-    run_server.add_argument(
-        "--sql-port",
-        type=int,
-        default=DEFAULT_SQL_PORT,
-        help=SQL_PORT_HELP,
-    )
+    run_server.add_argument("--sql-port", type=int, default=DEFAULT_SQL_PORT, help=SQL_PORT_HELP)
     run_server.add_argument(
         "--master", default=os.environ.get(ENV_SPARK_MASTER, DEFAULT_SPARK_MASTER)
     )

@@ -21,13 +21,7 @@ import urllib.request
 import zipfile
 from pathlib import Path
 
-from lakehouse_tools.jars import (
-    IVY_CACHE,
-    MAVEN_CENTRAL,
-    MIRROR_VARIABLE,
-    PINS,
-    S3PROXY_JARS_DIR,
-)
+from lakehouse_tools.jars import IVY_CACHE, MAVEN_CENTRAL, MIRROR_VARIABLE, PINS, S3PROXY_JARS_DIR
 from lakehouse_tools.java_classes import compile_jar
 
 FIX_JAR = S3PROXY_JARS_DIR.with_name("s3proxy-fix") / "s3proxy-listing-fix.jar"

@@ -183,12 +183,7 @@ class Stack:
             shutil.rmtree(self.home / "postgres", ignore_errors=True)
         self.dagster_home.mkdir(parents=True, exist_ok=True)
         self._write_instance(self.dagster_home / "dagster.yaml")
-        self.env.update(
-            {
-                "DAGSTER_HOME": str(self.dagster_home),
-                ENV_LAKEHOUSE_ROOT: lake,
-            }
-        )
+        self.env.update({"DAGSTER_HOME": str(self.dagster_home), ENV_LAKEHOUSE_ROOT: lake})
         for name, value in AUTOMATION_SETTLE.items():
             self.env.setdefault(name, value)
 

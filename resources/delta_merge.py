@@ -133,40 +133,6 @@ def merge(
     commit_markers(spark, uri, markers)
 
 
-def update_matched(
-    source: DataFrame,
-    uri: str,
-    on: Condition,
-    clauses: Sequence[tuple[Condition, Sequence[str]]],
-) -> None:
-    """Update the rows of the table at ``uri`` that ``on`` matches with a row of ``source``
-    (each matched by one at most): the first of ``clauses`` whose condition holds sets its
-    columns to the source row's. Nothing is inserted or deleted. Columns of ``source`` the
-    table lacks are added to it first (nullable: its other rows hold NULL in them).
-
-    Raises:
-        FileNotFoundError: no table is at ``uri``.
-    """
-    delta = find(uri)
-    if delta is None:
-        raise FileNotFoundError(f"No Delta table at {uri}")
-    source = plain_strings(source)
-    _add_columns(source, uri, set(delta.schema().to_arrow().names))
-    target_name = table_name(uri)
-
-    def source_column(name: str) -> Column:
-        return F.col(f"{SOURCE}.{quoted(name)}")
-
-    def target_column(name: str) -> Column:
-        return F.col(f"{target_name}.{quoted(name)}")
-
-    writer = source.alias(SOURCE).mergeInto(target_name, on(source_column, target_column))
-    for condition, columns in clauses:
-        assignments = {quoted(name): source_column(name) for name in columns}
-        writer = writer.whenMatched(condition(source_column, target_column)).update(assignments)
-    writer.merge()
-
-
 REPLACED = "_lakehouse_replaced"
 
 

@@ -1,14 +1,7 @@
 """The lake resource: where the Delta tables live (``<root>/<layer>/<table>``), and the calls that
-need that configuration, in parts by what they touch:
-
-- ``lake_location.LakeLocation``: the configuration, paths and catalog names, files;
-- ``lake_log.LakeLog``: a table's snapshot, version and transaction markers (delta-rs);
-- ``lake_log.LakeStatistics``: row counts and metadata from the log's file statistics;
-- ``lake_data.LakeData``: rows read and written in Spark, and their registration in the catalog.
-
-The Delta I/O itself is ``resources.delta``: Delta Lake for Spark reads and writes every table;
-delta-rs reads their logs where no Spark is needed (``resources.delta_log``).
-"""
+need that configuration, in parts by what they touch (``lake_location``, ``lake_log``,
+``lake_data``). Delta Lake for Spark reads and writes every table (``resources.delta``); delta-rs
+reads their logs where no Spark is needed (``resources.delta_log``)."""
 
 from __future__ import annotations
 

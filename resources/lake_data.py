@@ -138,19 +138,6 @@ class LakeData(LakeLog):
         )
         return self.register(source.sparkSession, layer, table)
 
-    def update_matched(
-        self,
-        layer: str,
-        table: str,
-        source: DataFrame,
-        on: delta_merge.Condition,
-        clauses: Sequence[tuple[delta_merge.Condition, Sequence[str]]],
-    ) -> int:
-        """Update the table's rows matched by ``source``; see ``delta_merge.update_matched``.
-        Returns the new version."""
-        delta_merge.update_matched(source, self.table_uri(layer, table), on, clauses)
-        return self.register(source.sparkSession, layer, table)
-
     def register(self, spark: SparkSession, layer: str, table: str, new: bool | None = None) -> int:
         """Register the table in the catalog as ``table_name(layer, table)`` (once per process
         while its columns stay the same: ``resources.catalog.register``); returns its version.

@@ -10,10 +10,7 @@ from pyspark.sql import functions as F
 
 from lakehouse_assets.bronze.columns import KAFKA_RECORD, LANDING_LINE
 from lakehouse_assets.bronze.position import StreamPosition
-from lakehouse_assets.bronze.transforms import (
-    kafka_to_bronze,
-    landing_to_bronze,
-)
+from lakehouse_assets.bronze.transforms import kafka_to_bronze, landing_to_bronze
 from lakehouse_assets.constants import (
     BRONZE,
     KAFKA_BRONZE_PARTITION,

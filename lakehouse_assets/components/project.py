@@ -12,10 +12,7 @@ import lakehouse_assets.defs
 from lakehouse_assets.components.source import Source
 from lakehouse_assets.fitness.names import TABLES
 from lakehouse_assets.sources.declaration.errors import DeclarationError, InvalidDeclaration
-from lakehouse_assets.sources.declaration.files import (
-    checked_together,
-    read_declarations,
-)
+from lakehouse_assets.sources.declaration.files import checked_together, read_declarations
 from lakehouse_assets.sources.declaration.model import SourceDeclaration
 
 

@@ -1,20 +1,7 @@
 """A declared source as a Dagster Component: a folder of the project's defs tree whose
-``defs.yaml`` names this type and holds a declaration's fields as its ``attributes``
-(``sources.declarations``; the folder's name is the source's)::
-
-    dg scaffold defs lakehouse_assets.components.Source orders --topic shop.orders
-
-makes ``lakehouse_assets/defs/orders/defs.yaml``::
-
-    type: lakehouse_assets.components.Source
-    attributes:
-      topic: shop.orders
-      format: json
-      mode: append
-
-``dg check yaml`` checks its fields against the type's schema, ``dg check defs`` also the rules
-across them and the sources against each other, each error with the file and line.
-"""
+``defs.yaml`` names this type and holds a declaration's fields as its ``attributes`` (the folder's
+name is the source's). docs/sources.md shows ``dg scaffold defs`` making one and ``dg check``
+checking it."""
 
 from __future__ import annotations
 

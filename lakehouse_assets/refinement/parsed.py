@@ -12,10 +12,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lakehouse_assets.automation import silver_automation
-from lakehouse_assets.checks.expectation_results import (
-    expectation_results,
-    expectation_specs,
-)
+from lakehouse_assets.checks.expectation_results import expectation_results, expectation_specs
 from lakehouse_assets.checks.expectations import run_outcomes
 from lakehouse_assets.checks.outcome import Outcome
 from lakehouse_assets.checks.reconciliation import (

@@ -1,16 +1,6 @@
-"""The silver step a parsed table takes: a bronze table's new records refined into a silver table
-and the source's quarantine table, exactly once, and both reported.
-
-A step reads the bronze changes its table has not consumed (``changes.read_changes``); its
-refinement types the records, sends the rejected ones to the quarantine (``write_quarantine``)
-and writes the rest, each write carrying the changes' marker, so that a re-run after a crash
-reads the same changes and no table takes them twice. ``refined_results`` then reports both
-tables: metadata, profiles, the table's checks, and the share of the records the quarantine
-took.
-
-What a step's caller brings is how its records are typed and checked and how its table keeps
-them: fixed rules (``parsed.ParsedTable``), or a declared source's schema and mode.
-"""
+"""What every silver step shares (``step_asset``): its two tables' specs and checks, the
+quarantine's write (carrying the changes' markers, so that a re-run after a crash takes no record
+twice), what a run did (``Refinement``) and how both tables report it (``refined_results``)."""
 
 from __future__ import annotations
 
@@ -27,12 +17,7 @@ from lakehouse_assets.checks.results import (
     quarantine_rate_result,
     quarantine_rate_spec,
 )
-from lakehouse_assets.constants import (
-    BRONZE,
-    QUARANTINE_SUFFIX,
-    SILVER,
-    asset_key,
-)
+from lakehouse_assets.constants import BRONZE, QUARANTINE_SUFFIX, SILVER, asset_key
 from lakehouse_assets.migrations import Upgrade, require_current
 from lakehouse_assets.profiling.store import profile_after_write
 from lakehouse_assets.refinement.replay import open_quarantine, replays_table

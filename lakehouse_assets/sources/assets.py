@@ -9,18 +9,10 @@ from pydantic import Field
 
 from lakehouse_assets.automation import silver_automation
 from lakehouse_assets.bronze.assets import kafka_bronze_asset, landing_bronze_asset
-from lakehouse_assets.checks.expectation_results import (
-    expectation_results,
-    expectation_specs,
-)
+from lakehouse_assets.checks.expectation_results import expectation_results, expectation_specs
 from lakehouse_assets.checks.freshness import kafka_freshness_check, landing_freshness_check
 from lakehouse_assets.checks.results import check_results, check_specs, written_rows
-from lakehouse_assets.constants import (
-    BRONZE,
-    SILVER,
-    asset_key,
-    asset_tags,
-)
+from lakehouse_assets.constants import BRONZE, SILVER, asset_key, asset_tags
 from lakehouse_assets.pipeline import Pipeline
 from lakehouse_assets.profiling.store import profile_after_write
 from lakehouse_assets.refinement.changes import SILVER_KINDS
@@ -228,8 +220,3 @@ def source_pipeline(source: SourceDeclaration, settings: SensorSettings | None =
 def source_assets(source: SourceDeclaration) -> list[dg.AssetsDefinition | dg.AssetSpec]:
     """Every asset of a declared source."""
     return list(source_pipeline(source).assets)
-
-
-def source_tables(source: SourceDeclaration) -> dict[str, list[str]]:
-    """The source's tables per layer (for maintenance)."""
-    return {layer: list(tables) for layer, tables in source_pipeline(source).tables.items()}

@@ -22,11 +22,7 @@ from lakehouse_tools.sample_data.events import (
     user_events,
     workout_values,
 )
-from lakehouse_tools.sample_data.landing import (
-    gym_files,
-    registration_files,
-    write_landing,
-)
+from lakehouse_tools.sample_data.landing import gym_files, registration_files, write_landing
 from lakehouse_tools.sample_data.model import (
     DAY_S,
     DEVICE_ID_OFFSET,

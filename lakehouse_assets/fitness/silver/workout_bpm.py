@@ -9,9 +9,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lakehouse_assets.checks.outcome import Outcome
-from lakehouse_assets.checks.reconciliation import (
-    table_reconciliation,
-)
+from lakehouse_assets.checks.reconciliation import table_reconciliation
 from lakehouse_assets.checks.results import (
     checked_days,
     not_empty_result,

@@ -13,13 +13,7 @@ from lakehouse_assets.automation import silver_automation
 from lakehouse_assets.bronze.assets import kafka_bronze_asset
 from lakehouse_assets.checks.freshness import kafka_freshness_check
 from lakehouse_assets.checks.results import quarantine_rate_result, quarantine_rate_spec
-from lakehouse_assets.constants import (
-    BRONZE,
-    SILVER,
-    asset_key,
-    asset_tags,
-    writer_pool,
-)
+from lakehouse_assets.constants import BRONZE, SILVER, asset_key, asset_tags, writer_pool
 from lakehouse_assets.pipeline import Pipeline
 from lakehouse_assets.refinement.changes import read_changes
 from lakehouse_assets.refinement.step import quarantine_table

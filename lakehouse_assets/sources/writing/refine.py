@@ -16,11 +16,7 @@ import dagster as dg
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from lakehouse_assets.checks.expectations import (
-    mark_dropped,
-    require_conditions,
-    run_outcomes,
-)
+from lakehouse_assets.checks.expectations import mark_dropped, require_conditions, run_outcomes
 from lakehouse_assets.checks.outcome import Outcome
 from lakehouse_assets.constants import SILVER
 from lakehouse_assets.refinement.replay_log import log_replayed, read_again
