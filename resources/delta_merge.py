@@ -21,7 +21,6 @@ from resources.delta import (
     plain_strings,
     quoted,
     recorded_by_writes,
-    session_settings,
     table_name,
 )
 from resources.delta_log import find, recording
@@ -32,10 +31,6 @@ Side = Callable[[str], Column]
 Condition = Callable[[Side, Side], Column]
 """A merge's condition over its ``source`` and ``target`` rows."""
 SOURCE = "source"  # the alias of a merge's source rows
-# Delta copies a MERGE's source before its two passes unless it reads Delta tables only
-# (``merge.materializeSource``, "auto"): a source computed once already (a checkpoint) is fixed,
-# so that copy would be a Spark job for nothing.
-FIXED_SOURCE = {"spark.databricks.delta.merge.materializeSource": "none"}
 
 
 def later(column: str) -> Condition:
@@ -64,9 +59,7 @@ def merge(
     which holds when the partition is derived from the key or from a time that never changes.
     Where it may move, ``within_partitions=False`` looks for each key in the whole table.
     Columns of ``source`` the table lacks are added to it first. Into a table without rows,
-    the rows are appended. ``source`` must give the same rows each time it is read (its rows
-    checkpointed, or read from Delta tables, by deterministic expressions): Delta does not copy
-    it first (``FIXED_SOURCE``).
+    the rows are appended.
 
     Args:
         update_when: the condition a matching row must meet to be updated (e.g. ``later("ts")``:
@@ -134,7 +127,7 @@ def merge(
             writer = writer.whenMatched(_all([deleted, newer])).delete()
         writer = writer.whenMatched(_all([_not(deleted), newer, changed])).update(assignments)
         writer = writer.whenNotMatched(_not(deleted)).insert(assignments)
-    with session_settings(spark, FIXED_SOURCE), recorded_by_writes(spark, options):
+    with recorded_by_writes(spark, options):
         writer.merge()
     # Delta commits no MERGE of an empty source, nor its markers: then they commit alone.
     commit_markers(spark, uri, markers)

@@ -28,7 +28,6 @@ from lakehouse_tools.spark_server import SparkConnectServer
 from resources import SparkResource, delta
 from resources.codegen import INTERPRETED, SMALL_BATCH_ROWS, fit_code_generation
 from resources.delta import session_settings
-from resources.delta_merge import FIXED_SOURCE
 from resources.kafka import KAFKA_FORMAT
 from resources.settings import ENV_METASTORE
 from resources.spark import CONNECT_WAIT_S, cached
@@ -374,43 +373,3 @@ def test_a_stray_file_in_a_new_streams_checkpoint_is_not_called_another_run(
     stream = spark.readStream.format("delta").load(str(source))
     with pytest.raises(PySparkException, match=CHECKPOINT_NOT_EMPTY):  # not StreamRunElsewhere
         run_available_now(stream, str(sink), str(checkpoint), "stray")
-
-
-def jobs_per_merge_in_a_child(settings: dict[str, str]) -> list[int]:
-    """The Spark jobs of each of 3 merges of a checkpointed batch into a Delta table
-    (``LakeResource.merge``) by a local Spark application of the project's settings in a new
-    process, with ``settings`` as the merge's own (``delta_merge.FIXED_SOURCE``)."""
-    code = """if True:
-        import json, sys
-        from resources import LakeResource, SparkResource, delta_merge
-        delta_merge.FIXED_SOURCE = json.loads(sys.argv[2])
-        spark = SparkResource().get_session()
-        lake = LakeResource(root=sys.argv[1])
-        schema = "id long, v long"
-        lake.merge("silver", "t", spark.createDataFrame([(1, 0), (2, 0)], schema), ["id"])
-        for n in range(3):  # one row updated, one inserted
-            rows = spark.createDataFrame([(2 + n, 1), (3 + n, 1)], schema).localCheckpoint()
-            spark.sparkContext.setJobGroup(f"merge{n}", "merge")
-            lake.merge("silver", "t", rows, ["id"])
-            print(len(spark.sparkContext.statusTracker().getJobIdsForGroup(f"merge{n}")))
-        print(sorted(tuple(row) for row in lake.read(spark, "silver", "t").collect()))
-    """
-    env = {**without_connect(os.environ), ENV_METASTORE: new_metastore()}
-    root = Path(new_metastore()) / "lake"
-    child = subprocess.run(
-        [sys.executable, "-c", code, str(root), json.dumps(settings)],
-        capture_output=True, text=True, env=env,
-    )  # fmt: skip
-    assert child.returncode == 0, child.stderr[-3000:]
-    *jobs, rows = child.stdout.split("\n")[:-1]
-    assert rows == str([(1, 0), (2, 1), (3, 1), (4, 1), (5, 1)])
-    return [int(line) for line in jobs]
-
-
-@pytest.mark.services  # starts local Spark drivers
-def test_a_merge_of_rows_computed_once_makes_no_copy_of_them() -> None:
-    """Delta copies a MERGE's source that reads anything but Delta tables before its two
-    passes (``merge.materializeSource``), a Spark job; the project's merge sources are
-    checkpointed already, and the merge says so."""
-    fixed, copied = jobs_per_merge_in_a_child(FIXED_SOURCE), jobs_per_merge_in_a_child({})
-    assert all(f < c for f, c in zip(fixed, copied, strict=True)), (fixed, copied)
