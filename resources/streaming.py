@@ -14,12 +14,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyarrow.fs import FileType
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame
 
 from resources import delta_log
-from resources.object_store import filesystem, hadoop_uri
+from resources.files import read_text
+from resources.object_store import hadoop_uri
 
 STREAM_WRITE = "STREAMING UPDATE"  # the operation of a commit of Delta's streaming sink
 # Spark's words when another run created a checkpoint file of this stream first, and Delta's when
@@ -83,7 +83,7 @@ def run_available_now(
         query.awaitTermination()
     except PySparkException as error:  # StreamingQueryException, or Connect's at the start
         if any(mark in str(error) for mark in CONCURRENT_RUN_MARKS) or (
-            CHECKPOINT_NOT_EMPTY in str(error) and _first_batch_planned(checkpoint)
+            CHECKPOINT_NOT_EMPTY in str(error) and read_text(f"{checkpoint}/offsets/0") is not None
         ):
             raise StreamRunElsewhere(
                 f"The stream {stream} is being run by another Spark application at the same "
@@ -113,9 +113,3 @@ def run_available_now(
         end = progress["sources"][0].get("endOffset")
         run.end_offsets = json.loads(end) if isinstance(end, str) else end
     return run
-
-
-def _first_batch_planned(checkpoint: str) -> bool:
-    """Whether the offsets of the stream's first batch are in its checkpoint."""
-    store, path = filesystem(checkpoint)
-    return store.get_file_info(f"{path}/offsets/0").type != FileType.NotFound
