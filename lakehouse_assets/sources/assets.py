@@ -32,7 +32,6 @@ from lakehouse_assets.refinement.step_asset import (
 )
 from lakehouse_assets.sensors.streams import kafka_lag_sensor, landing_sensor
 from lakehouse_assets.sources.declaration.model import CDC_MODES, LANDING, ROUTE, SourceDeclaration
-from lakehouse_assets.sources.declaration.read_spec import read_spec
 from lakehouse_assets.sources.decoding.reading import read_growing, reinfer_schema, schema_path
 from lakehouse_assets.sources.routing import assets as route_assets
 from lakehouse_assets.sources.writing.columns import ADDED, field_description
@@ -156,9 +155,9 @@ class DeclaredStep(SilverStep):
         done, created = Refined(), not lake.exists(SILVER, source.name)
         reinfer = isinstance(run.config, DeclaredSilverConfig) and run.config.reinfer_schema
         if reinfer and lake.exists(BRONZE, source.name):
-            reinfer_schema(lake, spark, read_spec(source))
+            reinfer_schema(lake, spark, source.read_spec())
         if run.changes.fresh or created:
-            done = refine(run, source, read_growing(lake, read_spec(source), run.changes.rows))
+            done = refine(run, source, read_growing(lake, source.read_spec(), run.changes.rows))
             run.context.log.info(f"silver.{source.name}: {done.metadata()}")
             metadata.update(done.metadata())
         batch = written_rows(run.context, table_key, done.merged, created)

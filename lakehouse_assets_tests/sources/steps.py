@@ -6,7 +6,6 @@ from pyspark.sql import DataFrame, SparkSession
 from lakehouse_assets.refinement.changes import Changes
 from lakehouse_assets.refinement.step_asset import StepConfig, StepRun
 from lakehouse_assets.sources.declaration.model import SourceDeclaration
-from lakehouse_assets.sources.declaration.read_spec import read_spec
 from lakehouse_assets.sources.decoding.reading import read_growing
 from lakehouse_assets.sources.writing.refine import Refined, refine
 from resources import LakeResource
@@ -25,4 +24,4 @@ def refined(
     the step's run does; ``rebuild``: a full refresh."""
     config = StepConfig(full_refresh=rebuild)
     run = StepRun(dg.build_asset_context(), lake, spark, config, Changes(changes, markers, True))
-    return refine(run, source, read_growing(lake, read_spec(source), changes))
+    return refine(run, source, read_growing(lake, source.read_spec(), changes))

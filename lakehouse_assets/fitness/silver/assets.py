@@ -7,11 +7,10 @@ from pyspark.sql import functions as F
 
 from lakehouse_assets.checks.results import (
     not_empty_result,
-    not_empty_spec,
     require_upstream_checks_passed,
     written_rows,
 )
-from lakehouse_assets.constants import SILVER, asset_key, consumer_app_id, writer_pool
+from lakehouse_assets.constants import SILVER, asset_key, consumer_app_id
 from lakehouse_assets.fitness.names import (
     COMPLETED_WORKOUTS,
     DATED_BY,
@@ -20,11 +19,10 @@ from lakehouse_assets.fitness.names import (
     WORKOUTS,
 )
 from lakehouse_assets.fitness.silver import transforms
-from lakehouse_assets.fitness.silver.asset_settings import SILVER_ASSET
 from lakehouse_assets.fitness.silver.parsed import PARSED_TABLES
 from lakehouse_assets.fitness.silver.tables import (
+    derived_asset,
     silver_check_results,
-    silver_check_specs,
     silver_metadata,
 )
 from lakehouse_assets.fitness.silver.workout_bpm import workout_bpm
@@ -32,22 +30,11 @@ from lakehouse_assets.profiling.store import profile_after_write
 from lakehouse_assets.refinement.changes import SilverConfig, read_changes
 from lakehouse_assets.refinement.layout import dated, days_of, layout, read_days
 from lakehouse_assets.refinement.parsed import parsed_table_asset
-from lakehouse_assets.table_metadata import code_references
 from resources import CalendarResource, LakeResource, SparkResource
 from resources.codegen import fit_code_generation
 
 
-@dg.asset(
-    key=asset_key(SILVER, COMPLETED_WORKOUTS),
-    pool=writer_pool(SILVER, COMPLETED_WORKOUTS),
-    deps=[asset_key(SILVER, WORKOUTS)],
-    check_specs=[
-        *silver_check_specs(COMPLETED_WORKOUTS),
-        not_empty_spec(asset_key(SILVER, COMPLETED_WORKOUTS)),
-    ],
-    metadata=code_references(transform=transforms.completed_workouts),
-    **SILVER_ASSET,
-)
+@dg.asset(**derived_asset(COMPLETED_WORKOUTS, [WORKOUTS], transforms.completed_workouts))
 def completed_workouts(
     context: dg.AssetExecutionContext,
     config: SilverConfig,
@@ -92,17 +79,7 @@ def completed_workouts(
     )
 
 
-@dg.asset(
-    key=asset_key(SILVER, USER_BINS),
-    pool=writer_pool(SILVER, USER_BINS),
-    deps=[asset_key(SILVER, USER_PROFILE)],
-    check_specs=[
-        *silver_check_specs(USER_BINS),
-        not_empty_spec(asset_key(SILVER, USER_BINS)),
-    ],
-    metadata=code_references(transform=transforms.user_bins),
-    **SILVER_ASSET,
-)
+@dg.asset(**derived_asset(USER_BINS, [USER_PROFILE], transforms.user_bins))
 def user_bins(
     context: dg.AssetExecutionContext,
     config: SilverConfig,

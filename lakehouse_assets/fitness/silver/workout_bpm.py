@@ -13,13 +13,12 @@ from lakehouse_assets.checks.reconciliation import table_reconciliation
 from lakehouse_assets.checks.results import (
     checked_days,
     not_empty_result,
-    not_empty_spec,
     reconciliation_result,
     reconciliation_spec,
     require_upstream_checks_passed,
     written_rows,
 )
-from lakehouse_assets.constants import DATE, SILVER, asset_key, consumer_app_id, writer_pool
+from lakehouse_assets.constants import DATE, SILVER, asset_key, consumer_app_id
 from lakehouse_assets.fitness.names import (
     COMPLETED_WORKOUTS,
     DATED_BY,
@@ -28,10 +27,9 @@ from lakehouse_assets.fitness.names import (
     WORKOUT_BPM,
 )
 from lakehouse_assets.fitness.silver import transforms
-from lakehouse_assets.fitness.silver.asset_settings import SILVER_ASSET
 from lakehouse_assets.fitness.silver.tables import (
+    derived_asset,
     silver_check_results,
-    silver_check_specs,
     silver_metadata,
 )
 from lakehouse_assets.profiling.store import profile_after_write
@@ -44,11 +42,10 @@ from lakehouse_assets.refinement.layout import (
     read_days,
     spread,
 )
-from lakehouse_assets.table_metadata import code_references
 from resources import LakeResource, SparkResource
 from resources.codegen import fit_code_generation
 
-WORKOUT_BPM_UPSTREAM = [asset_key(SILVER, t) for t in (COMPLETED_WORKOUTS, HEART_RATE, USERS)]
+UPSTREAM = (COMPLETED_WORKOUTS, HEART_RATE, USERS)
 DAY_OF = DATED_BY[WORKOUT_BPM]  # the column a row's day (its partition) is the date of
 READINGS_IN_WORKOUT_BPM = "readings_in_workout_bpm"
 READINGS_RECONCILIATION = (
@@ -156,18 +153,14 @@ def _reconcile_readings(upstream: Upstream, days: list[str] | None) -> Outcome:
 
 
 @dg.asset(
-    key=asset_key(SILVER, WORKOUT_BPM),
-    pool=writer_pool(SILVER, WORKOUT_BPM),
-    deps=WORKOUT_BPM_UPSTREAM,
-    check_specs=[
-        *silver_check_specs(WORKOUT_BPM),
+    **derived_asset(
+        WORKOUT_BPM,
+        UPSTREAM,
+        transforms.workout_bpm,
         reconciliation_spec(
             asset_key(SILVER, WORKOUT_BPM), READINGS_IN_WORKOUT_BPM, READINGS_RECONCILIATION
         ),
-        not_empty_spec(asset_key(SILVER, WORKOUT_BPM)),
-    ],
-    metadata=code_references(transform=transforms.workout_bpm),
-    **SILVER_ASSET,
+    )
 )
 def workout_bpm(
     context: dg.AssetExecutionContext,
@@ -180,9 +173,7 @@ def workout_bpm(
     (a registration changes only what follows it)."""
     require_upstream_checks_passed(context)
     session = spark.get_session()
-    apps = [
-        consumer_app_id(WORKOUT_BPM, (SILVER, t)) for t in (COMPLETED_WORKOUTS, HEART_RATE, USERS)
-    ]
+    apps = [consumer_app_id(WORKOUT_BPM, (SILVER, t)) for t in UPSTREAM]
     held = lake.committed_versions(SILVER, WORKOUT_BPM, apps)
     workouts = read_changes(lake, session, WORKOUT_BPM, (SILVER, COMPLETED_WORKOUTS), held=held)
     readings = read_changes(lake, session, WORKOUT_BPM, (SILVER, HEART_RATE), held=held)
@@ -240,6 +231,6 @@ def workout_bpm(
                 lake, session, WORKOUT_BPM, checked_days(context, key, written), batch
             ),
             reconciliation_result(key, reconciled),
-            not_empty_result(lake, key, WORKOUT_BPM_UPSTREAM),
+            not_empty_result(lake, key, [asset_key(SILVER, t) for t in UPSTREAM]),
         ],
     )

@@ -28,7 +28,9 @@ An ``expectations`` block states what the silver table should hold (``expectatio
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
@@ -36,6 +38,8 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 from lakehouse_assets.sources.declaration.expectations import DeclaredExpectation
 from lakehouse_assets.sources.declaration.fields import NAME, DeclaredField, Name
 from lakehouse_assets.sources.declaration.routing import FIELD_PATH, SEPARATOR, Routing
+from lakehouse_assets.sources.decoding import avro
+from lakehouse_assets.sources.decoding.read_spec import ReadSpec
 from lakehouse_assets.sources.writing.transforms import KAFKA_COLUMNS, LANDING_COLUMNS
 
 OFFSET = "offset"  # order_by's default: the Kafka offset
@@ -187,3 +191,27 @@ class SourceDeclaration(BaseModel):
             return None
         added = LANDING_COLUMNS if self.format == LANDING else KAFKA_COLUMNS
         return [field.name for field in self.fields] + list(added)
+
+    def read_spec(self) -> ReadSpec:
+        """How the source's records are read, as decoding takes it, before a schema is known
+        (``ReadSpec.using``); an Avro source's .avsc is read here, once per run.
+
+        Raises:
+            AvroSchemaError: the .avsc is missing or not an Avro record schema.
+        """
+        avsc = None
+        if self.format == "avro":
+            avsc = json.dumps(avro.read_avsc(Path(str(self.avro_schema))))
+        # A record the reader accepts may still go to the quarantine, which keeps its bytes: by a
+        # ``drop`` expectation, or (``cdc-scd2``) by an order value of another kind than
+        # ``valid_from`` holds.
+        drops = any(expectation.on_violation == "drop" for expectation in self.expectations)
+        return ReadSpec(
+            schema={}, flatten=self.flatten, format=self.format, mode=self.mode, name=self.name,
+            keys=self.keys if self.mode in CDC_MODES else (), order_by=self.order_by, avsc=avsc,
+            avro_schema=str(self.avro_schema), avro_framing=self.avro_framing,
+            separator=self.separator, sample_size=self.sample_size,
+            keep_empty_strings=self.keeps_empty_strings,
+            placeholder=self.unavailable_value_placeholder, truncates=self.truncate == "apply",
+            keep_values=drops or self.mode == "cdc-scd2",
+        )  # fmt: skip

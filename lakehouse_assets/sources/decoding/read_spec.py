@@ -1,6 +1,6 @@
-"""How a source's records are read: plain values from its declaration (``declaration.read_spec``)
-and its schema, built once per run and pickled to the executors (``reader``, ``columnar``,
-``connect_columns``). Decoding takes this, never the declaration itself."""
+"""How a source's records are read: plain values from its declaration
+(``SourceDeclaration.read_spec``) and its schema, built once per run and pickled to the executors
+(``reader``, ``columnar``, ``connect_columns``). Decoding takes this, never the declaration."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ class ReadSpec:
     placeholder: str = debezium.PLACEHOLDER  # Debezium's unavailable.value.placeholder
     truncates: bool = False  # a truncate is read (a delete of no key), not rejected
     # Every record's value kept, not only a reject's: some records the reader accepts go to the
-    # quarantine afterwards (``reading.rejects_after_reading``), which keeps their bytes.
+    # quarantine afterwards (``SourceDeclaration.read_spec``), which keeps their bytes.
     keep_values: bool = False
 
     def using(self, schema: Schema) -> ReadSpec:

@@ -23,7 +23,6 @@ from lakehouse_assets.constants import SILVER
 from lakehouse_assets.refinement.step import write_quarantine
 from lakehouse_assets.refinement.step_asset import StepRun
 from lakehouse_assets.sources.declaration.model import SourceDeclaration
-from lakehouse_assets.sources.declaration.read_spec import read_spec
 from lakehouse_assets.sources.declaration.routing import Routing
 from lakehouse_assets.sources.decoding import schema as types
 from lakehouse_assets.sources.decoding.reader import SKIPPED
@@ -213,7 +212,7 @@ def _write_table(
         *notices.KAFKA, F.col(notices.ID).cast("binary").alias("key"),
         F.col(documents.DOCUMENT).alias("value"), *CARRY,
     )  # fmt: skip
-    read = read_growing(lake, read_spec(table_source), as_changes, CARRY)
+    read = read_growing(lake, table_source.read_spec(), as_changes, CARRY)
     schema, typed = read.schema, read.records
     written.added = read.added
     if read.widened and lake.exists(SILVER, written.table):  # before the merge: no casts
