@@ -5,6 +5,7 @@ on an ``s3a://`` root of the session's S3 endpoint (S3Proxy on loopback)."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import uuid
@@ -135,6 +136,8 @@ def test_a_listing_beside_a_writer_shows_every_object_the_writer_made(
     # What Delta's readers rely on (S3 lists consistently): each version listed, none skipped.
     # Each PUT puts a temporary file beside its object on the server's disk and removes it; the
     # pinned S3Proxy release stopped a listing at such a file and dropped what came after it.
+    # S3Proxy lists that file while it is there (`<key>-<uuid>`), as no log file: Delta reads only
+    # names that are one whole (`<digits>.json`, its `FileNames.deltaFilePattern`), as this does.
     client = s3_client(s3_endpoint)
     folder = f"{uuid.uuid4().hex}/_delta_log/"
     versions = 400
@@ -149,7 +152,8 @@ def test_a_listing_beside_a_writer_shows_every_object_the_writer_made(
         writing = pool.submit(write)
         while not writing.done():
             listed = client.list_objects_v2(Bucket=S3_BUCKET, Prefix=folder).get("Contents", [])
-            seen = [int(item["Key"].rsplit("/", 1)[1].split(".")[0]) for item in listed]
+            names = [item["Key"].rsplit("/", 1)[1] for item in listed]
+            seen = [int(name[:20]) for name in names if re.fullmatch(r"\d{20}\.json", name)]
             if seen != list(range(len(seen))):  # the writer goes in order: 0 to n, no hole
                 gaps.append(seen)
         writing.result()
