@@ -9,9 +9,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import os
-import shutil
 import subprocess
-import tempfile
 import uuid
 from pathlib import Path
 
@@ -82,7 +80,6 @@ class EmbeddedBroker(LocalService):
     def __init__(
         self,
         port: int | None = None,
-        host: str = LOOPBACK,
         data_dir: Path | None = None,
         timeout_s: float = 90.0,
         keep_log: bool = False,
@@ -92,7 +89,6 @@ class EmbeddedBroker(LocalService):
 
         Args:
             port: TCP port clients connect to; a free one is chosen when None.
-            host: loopback address to listen on.
             data_dir: the broker's records and metadata, kept; a temporary folder, removed when
                 the broker stops, when None.
             timeout_s: how long to wait for the broker to answer Kafka requests.
@@ -100,15 +96,13 @@ class EmbeddedBroker(LocalService):
             log_file: append the output to this file (kept) instead of a temporary one.
         """
         super().__init__(timeout_s, keep_log, log_file)
-        self.host = host
-        self.port = port if port is not None else free_port(host)
+        self.port = port if port is not None else free_port(LOOPBACK)
         self.data_dir = data_dir
-        self._temporary: Path | None = None
 
     @property
     def bootstrap_servers(self) -> str:
         """The ``host:port`` Kafka clients connect to."""
-        return f"{self.host}:{self.port}"
+        return f"{LOOPBACK}:{self.port}"
 
     @property
     def address(self) -> str:
@@ -122,16 +116,13 @@ class EmbeddedBroker(LocalService):
             EmbeddedBrokerError: the port is taken, Kafka's jars are missing, or the broker did
                 not answer in time.
         """
-        if port_is_taken(self.host, self.port):
+        if port_is_taken(LOOPBACK, self.port):
             raise EmbeddedBrokerError(
-                f"Cannot start the embedded Kafka broker: port {self.port} on {self.host} is "
+                f"Cannot start the embedded Kafka broker: port {self.port} on {LOOPBACK} is "
                 "already in use. Choose another port, stop what listens there, or set "
                 "KAFKA_BOOTSTRAP_SERVERS to use that broker."
             )
-        if self.data_dir is None:
-            self._temporary = Path(tempfile.mkdtemp(prefix="embedded-kafka-"))
-        data_dir = self.data_dir or self._temporary
-        assert data_dir is not None
+        data_dir = self._data_folder(self.data_dir, "embedded-kafka-")
         properties = self._write_properties(data_dir)
         java_command = [java(), *JVM_OPTIONS, "-cp", class_path()]
         if not (data_dir / "log" / "meta.properties").is_file():
@@ -141,12 +132,12 @@ class EmbeddedBroker(LocalService):
 
     def _write_properties(self, data_dir: Path) -> Path:
         """The server's settings, for this start's ports (a single voter may move)."""
-        controller = free_port(self.host)
+        controller = free_port(LOOPBACK)
         settings = {
             **SETTINGS,
-            "listeners": f"PLAINTEXT://{self.bootstrap_servers},CONTROLLER://{self.host}:{controller}",
+            "listeners": f"PLAINTEXT://{self.bootstrap_servers},CONTROLLER://{LOOPBACK}:{controller}",
             "advertised.listeners": f"PLAINTEXT://{self.bootstrap_servers}",
-            "controller.quorum.voters": f"1@{self.host}:{controller}",
+            "controller.quorum.voters": f"1@{LOOPBACK}:{controller}",
             "log.dirs": str(data_dir / "log"),
         }
         data_dir.mkdir(parents=True, exist_ok=True)
@@ -172,7 +163,7 @@ class EmbeddedBroker(LocalService):
         from kafka import KafkaAdminClient
         from kafka.errors import KafkaError
 
-        if not port_is_taken(self.host, self.port):  # not listening yet: no client to wait on
+        if not port_is_taken(LOOPBACK, self.port):  # not listening yet: no client to wait on
             return False
         try:
             admin = KafkaAdminClient(
@@ -183,9 +174,3 @@ class EmbeddedBroker(LocalService):
         with contextlib.closing(admin):
             admin.list_topics()
         return True
-
-    def stop(self) -> None:
-        super().stop()
-        if self._temporary is not None:
-            shutil.rmtree(self._temporary, ignore_errors=True)
-            self._temporary = None

@@ -16,7 +16,6 @@ import sys
 import tempfile
 import tomllib
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 
 from resources.spark_jvm import DELTA_AGENT_DIR, JARS_DIR, spark_home, without_connect
@@ -34,20 +33,6 @@ MIRROR_VARIABLE = "DEFAULT_ARTIFACT_REPOSITORY"  # Spark's own: the root of ever
 IVY_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "lakehouse" / "ivy"
 
 
-@dataclass(frozen=True)
-class Pins:
-    """Maven coordinates (group:artifact:version) and the group:artifact pairs left out."""
-
-    packages: tuple[str, ...]
-    excludes: tuple[str, ...]
-
-
-def pinned(section: str = "spark", pins: Path = PINS) -> Pins:
-    """The packages and exclusions of one section of the pin file."""
-    table = tomllib.loads(pins.read_text())[section]
-    return Pins(packages=tuple(table["packages"]), excludes=tuple(table.get("excludes", ())))
-
-
 def wheel_scala_jars() -> list[Path]:
     """The Scala library of the pyspark wheel, which Spark's resolver leaves out of any package."""
     jars = spark_home() / "jars"
@@ -58,19 +43,19 @@ class JarResolutionError(RuntimeError):
     """The pinned jars could not be resolved."""
 
 
-def resolve(
-    target: Path = JARS_DIR, pins: Pins | None = None, ivy_cache: Path = IVY_CACHE
-) -> list[Path]:
-    """Resolve ``pins`` (the ``spark`` section) with their dependencies into ``target``, replacing
+def resolve(target: Path, section: str) -> list[Path]:
+    """Resolve the packages of the pin file's ``section`` (group:artifact:version) with their
+    dependencies, less its ``excludes`` (group:artifact), into ``target``, replacing
     what it held only once every jar resolved; returns the jars. Ivy's cache is kept in
-    ``ivy_cache`` (a folder per target, locked while in use), so resolving again needs the network
+    ``IVY_CACHE`` (a folder per target, locked while in use), so resolving again needs the network
     only for what changed.
 
     Raises:
         JarResolutionError: a package or a dependency could not be resolved.
     """
-    pins = pins or pinned()
-    ivy = ivy_cache / target.name
+    pins = tomllib.loads(PINS.read_text())[section]
+    packages, excludes = pins["packages"], pins.get("excludes", [])
+    ivy = IVY_CACHE / target.name
     ivy.mkdir(parents=True, exist_ok=True)
     with (ivy / ".lock").open("w") as lock, tempfile.TemporaryDirectory() as work:
         fcntl.flock(lock, fcntl.LOCK_EX)  # another checkout's install may be resolving
@@ -80,10 +65,10 @@ def resolve(
         command = [
             str(spark_home() / "bin" / "spark-submit"),
             "--packages",
-            ",".join(pins.packages),
+            ",".join(packages),
         ]
-        if pins.excludes:
-            command += ["--exclude-packages", ",".join(pins.excludes)]
+        if excludes:
+            command += ["--exclude-packages", ",".join(excludes)]
         command += ["--conf", f"spark.jars.ivy={ivy}", str(nothing)]
         env = {
             MIRROR_VARIABLE: MAVEN_CENTRAL,
@@ -96,7 +81,7 @@ def resolve(
         if done.returncode != 0 or not jars:
             repository = env[MIRROR_VARIABLE]
             raise JarResolutionError(
-                f"Could not resolve the JVM packages {', '.join(pins.packages)} from "
+                f"Could not resolve the JVM packages {', '.join(packages)} from "
                 f"{repository} (set {MIRROR_VARIABLE} to use a mirror). spark-submit said:\n"
                 f"{done.stderr[-3000:]}"
             )
@@ -125,7 +110,7 @@ def resolve_all() -> dict[str, list[Path]]:
     }
     with ThreadPoolExecutor(max_workers=len(folders)) as pool:
         futures = {
-            name: pool.submit(resolve, target, pinned(section))
+            name: pool.submit(resolve, target, section)
             for name, (target, section) in folders.items()
         }
         return {name: future.result() for name, future in futures.items()}

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
@@ -112,7 +110,6 @@ class KafkaConnect(LocalService):
         self.worker_settings = dict(worker_settings or {})
         self.port = free_port()
         self.data_dir = data_dir
-        self._temporary: Path | None = None
 
     @property
     def address(self) -> str:
@@ -125,10 +122,7 @@ class KafkaConnect(LocalService):
             KafkaConnectError: the jars are missing, the worker exited, or the connector or its
                 task failed (the message holds Connect's trace) or did not run in time.
         """
-        if self.data_dir is None:
-            self._temporary = Path(tempfile.mkdtemp(prefix="kafka-connect-"))
-        data_dir = self.data_dir or self._temporary
-        assert data_dir is not None
+        data_dir = self._data_folder(self.data_dir, "kafka-connect-")
         data_dir.mkdir(parents=True, exist_ok=True)
         worker = {
             "bootstrap.servers": self.bootstrap_servers,
@@ -167,12 +161,6 @@ class KafkaConnect(LocalService):
         if failed:
             self._fail(f"its connector failed: {failed[0].get('trace', '')[:2000]}")
         return len(states) > 1 and all(state.get("state") == "RUNNING" for state in states)
-
-    def stop(self) -> None:
-        super().stop()
-        if self._temporary is not None:
-            shutil.rmtree(self._temporary, ignore_errors=True)
-            self._temporary = None
 
 
 def _properties(path: Path, settings: Mapping[str, str]) -> Path:

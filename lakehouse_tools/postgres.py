@@ -14,7 +14,6 @@ import os
 import shutil
 import signal
 import subprocess
-import tempfile
 from pathlib import Path
 from typing import Self
 
@@ -78,8 +77,7 @@ class PostgresServer(LocalService):
         super().__init__(timeout_s, keep_log, log_file)
         self.settings = dict(settings or {})
         self.port = port or free_port()
-        self._owns_data = data_dir is None
-        self.data_dir = data_dir or Path(tempfile.mkdtemp(prefix="lakehouse-postgres-"))
+        self.data_dir = self._data_folder(data_dir, "lakehouse-postgres-")
         self.user = SERVICE_USER if os.geteuid() == 0 else getpass.getuser()
 
     @property
@@ -137,33 +135,28 @@ class PostgresServer(LocalService):
         command = [
             str(bin_dir / "postgres"), "-D", str(self.data_dir), "-p", str(self.port),
             "-c", f"listen_addresses={LOOPBACK}", "-c", f"unix_socket_directories={self.data_dir}",
-            "-c", "fsync=off" if self._owns_data else "fsync=on",
+            "-c", "fsync=off" if self._temporary else "fsync=on",
         ]  # fmt: skip
         for name, value in self.settings.items():
             command += ["-c", f"{name}={value}"]
         self._launch(self._as_user(command), self._accepts_connections)
-        self._create_database(bin_dir)
+        self.create_database(DATABASE)
         return self
 
     def _accepts_connections(self) -> bool:
         ready = [str(postgres_bin_dir() / "pg_isready"), "-h", LOOPBACK, "-p", str(self.port)]
         return subprocess.run(ready, capture_output=True, check=False).returncode == 0
 
-    def _create_database(self, bin_dir: Path, name: str = DATABASE) -> None:
-        query = f"SELECT 1 FROM pg_database WHERE datname = '{name}'"
-        exists = subprocess.run(
-            [*self._psql(bin_dir), "-d", "postgres", "-tAc", query],
-            capture_output=True, text=True, check=False,
-        )  # fmt: skip
-        if exists.stdout.strip() != "1":
-            self._run([*self._psql(bin_dir), "-d", "postgres", "-c", f"CREATE DATABASE {name}"])
-
     def _psql(self, bin_dir: Path) -> list[str]:
         return [str(bin_dir / "psql"), "-h", LOOPBACK, "-p", str(self.port), "-U", self.user]
 
     def create_database(self, name: str) -> None:
         """Create the database ``name`` unless it exists."""
-        self._create_database(postgres_bin_dir(), name)
+        psql = [*self._psql(postgres_bin_dir()), "-d", "postgres"]
+        query = f"SELECT 1 FROM pg_database WHERE datname = '{name}'"
+        exists = subprocess.run([*psql, "-tAc", query], capture_output=True, text=True, check=False)
+        if exists.stdout.strip() != "1":
+            self._run([*psql, "-c", f"CREATE DATABASE {name}"])
 
     def sql(self, database: str, statements: str) -> str:
         """Run ``statements`` in ``database`` with psql (stopping at the first error); returns
@@ -179,9 +172,3 @@ class PostgresServer(LocalService):
         if done.returncode:
             raise PostgresServerError(f"psql -d {database} failed:\n{done.stdout}{done.stderr}")
         return done.stdout
-
-    def stop(self) -> None:
-        """Stop the server, and remove its data folder when it made one."""
-        super().stop()
-        if self._owns_data:
-            shutil.rmtree(self.data_dir, ignore_errors=True)

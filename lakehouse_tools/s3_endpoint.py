@@ -11,7 +11,6 @@ check, as S3 does: the Delta log store of ``s3a://`` lakes commits on that
 from __future__ import annotations
 
 import shutil
-import tempfile
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
@@ -54,8 +53,7 @@ class S3Endpoint(LocalService):
         super().__init__(timeout_s, log_file=log_file)
         self.port = port if port is not None else free_port()
         self.buckets = tuple(buckets)
-        self._own_folder = folder is None
-        self.folder = folder or Path(tempfile.mkdtemp(prefix="lakehouse-s3-"))
+        self.folder = self._data_folder(folder, "lakehouse-s3-")
 
     @property
     def address(self) -> str:
@@ -69,8 +67,10 @@ class S3Endpoint(LocalService):
                 f"({s3proxy.FIX_JAR}): run `lakehouse jars` (`make install` does), with a JDK 17 "
                 "on the PATH (its javac compiles the fix)."
             )
-        for bucket in self.buckets:
-            self.create_bucket(bucket)
+        for bucket in self.buckets:  # a folder of ``folder``, as S3Proxy's file store keeps it
+            if not bucket or "/" in bucket or bucket.startswith("."):
+                raise S3EndpointError(f"The {self.name} refused the bucket {bucket!r}: not a name")
+            (self.folder / bucket).mkdir(parents=True, exist_ok=True)
         settings = self.folder.with_name(f"{self.folder.name}.properties")
         settings.write_text(
             f"s3proxy.endpoint={self.address}\n"
@@ -96,9 +96,7 @@ class S3Endpoint(LocalService):
 
     def stop(self) -> None:
         super().stop()
-        if self._own_folder:
-            shutil.rmtree(self.folder, ignore_errors=True)
-            self.folder.with_name(f"{self.folder.name}.properties").unlink(missing_ok=True)
+        self.folder.with_name(f"{self.folder.name}.properties").unlink(missing_ok=True)
 
     def environment(self) -> dict[str, str]:
         """The variables that point every engine at this endpoint, with its access key."""
@@ -108,10 +106,3 @@ class S3Endpoint(LocalService):
             "AWS_ACCESS_KEY_ID": ACCESS_KEY,
             "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
         }
-
-    def create_bucket(self, bucket: str) -> None:
-        """Create ``bucket``: a folder of the endpoint's directory (S3Proxy's file system
-        store keeps a bucket so)."""
-        if not bucket or "/" in bucket or bucket.startswith("."):
-            raise S3EndpointError(f"The {self.name} refused the bucket {bucket!r}: not a name")
-        (self.folder / bucket).mkdir(parents=True, exist_ok=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 import random
+import shutil
 import signal
 import socket
 import subprocess
@@ -107,6 +108,7 @@ class LocalService:
         self._log: IO[bytes] | None = None
         self._log_file = log_file
         self._keep_log = keep_log or log_file is not None
+        self._temporary: Path | None = None  # a data folder of its own, removed by ``stop``
 
     @property
     def address(self) -> str:
@@ -136,6 +138,14 @@ class LocalService:
     def start(self) -> Self:
         """Start the service and wait until it is ready."""
         raise NotImplementedError
+
+    def _data_folder(self, folder: Path | None, prefix: str) -> Path:
+        """``folder``, or when None a temporary folder of the service's that ``stop`` removes."""
+        if folder is not None:
+            return folder
+        if self._temporary is None:
+            self._temporary = Path(tempfile.mkdtemp(prefix=prefix))
+        return self._temporary
 
     def _launch(
         self, command: list[str], ready: Callable[[], bool], env: Mapping[str, str] | None = None
@@ -180,7 +190,7 @@ class LocalService:
 
     def stop(self) -> None:
         """Stop the service (``stop_signal``, then SIGKILL after ``stop_timeout_s``), then what
-        is left of its process group (workers it started)."""
+        is left of its process group (workers it started); remove its temporary data folder."""
         if self._process is not None:
             if self._process.poll() is None:
                 self._process.send_signal(self.stop_signal)
@@ -196,6 +206,9 @@ class LocalService:
             self._log.close()
             if not self._keep_log:
                 Path(self._log.name).unlink(missing_ok=True)
+        if self._temporary is not None:
+            shutil.rmtree(self._temporary, ignore_errors=True)
+            self._temporary = None
 
     def __enter__(self) -> Self:
         return self.start()

@@ -22,7 +22,7 @@ from resources import derby
 from resources import metastore as metastores
 from resources.settings import ENV_METASTORE, lake_root
 from resources.settings import metastore as configured_metastore
-from resources.spark import SESSION_DEFAULTS
+from resources.spark import LOCAL_DEFAULTS
 from resources.spark_jvm import (
     DEFAULT_ARCHIVE,
     delta_agent_option,
@@ -44,10 +44,8 @@ DEFAULT_CONNECT_PORT = 15002
 DEFAULT_SQL_PORT = 10000  # HiveServer2's
 # Settings of the server's application; the master and extra settings come from the caller.
 SERVER_DEFAULTS: dict[str, str] = {
-    **SESSION_DEFAULTS,
-    "spark.driver.memory": "2g",
+    **LOCAL_DEFAULTS,
     "spark.ui.enabled": "false",
-    "spark.ui.showConsoleProgress": "false",
     "spark.log.level": "WARN",
     # One run's streams may run beside another's: no query waits for a scheduler slot.
     "spark.scheduler.mode": "FAIR",
@@ -64,58 +62,6 @@ LATE_C2_OPTIONS = (
 
 class SparkServerError(RuntimeError):
     """The Spark Connect server could not be started."""
-
-
-def server_command(
-    port: int,
-    master: str,
-    conf: Mapping[str, str],
-    host: str = LOOPBACK,
-    metastore: str | None = None,
-    sql_port: int | None = None,
-    sql_auth_jar: Path | None = None,
-    secrets_file: Path | None = None,
-    root: str | None = None,
-) -> list[str]:
-    """The ``spark-submit`` command line of a server of Spark Connect on ``host:port`` and of
-    SQL (HiveServer2's protocol) on ``host:sql_port`` if given, whose catalog lives in ``metastore``
-    (``LAKEHOUSE_METASTORE`` when None). With ``sql_auth_jar`` the SQL endpoint takes only the
-    user and password of the server's environment (``lakehouse_tools.sql_auth``). With
-    ``secrets_file``, the settings that hold a credential (``secret``) are written there, readable
-    by this user alone, instead of onto the command line that any user's ``ps`` shows. ``root``:
-    the lake root whose warehouse folder a shared metastore's new schemas take
-    (``LAKEHOUSE_ROOT`` when None)."""
-    settings = {
-        **SERVER_DEFAULTS,
-        **jvm_settings(),
-        **metastores.spark_settings(metastore or configured_metastore(), root=root),
-        **conf,
-        "spark.connect.grpc.binding.address": host,
-        "spark.connect.grpc.binding.port": str(port),
-    }
-    # HiveServer2's own settings, given as its start script gives them.
-    hive: dict[str, str] = {}
-    if sql_port is not None:
-        plugins = [conf.get("spark.plugins"), CONNECT_PLUGIN]
-        settings["spark.plugins"] = ",".join(filter(None, plugins))
-        hive = {"hive.server2.thrift.bind.host": host, "hive.server2.thrift.port": str(sql_port)}
-    if sql_port is not None and sql_auth_jar is not None:
-        settings["spark.jars"] = f"{settings['spark.jars']},{sql_auth_jar}"
-        hive.update(sql_auth.HIVE_SETTINGS)
-    server_class = CONNECT_SERVER_CLASS if sql_port is None else SQL_SERVER_CLASS
-    command = [str(spark_home() / "bin" / "spark-submit"), "--class", server_class]
-    command += ["--master", master, "--name", "lakehouse-connect"]
-    hidden = {key: value for key, value in settings.items() if secrets_file and secret(key)}
-    if secrets_file is not None and hidden:
-        write_properties(secrets_file, hidden)
-        command += ["--properties-file", str(secrets_file)]
-    for key, value in settings.items():
-        if key not in hidden:
-            command += ["--conf", f"{key}={value}"]
-    command.append("spark-internal")
-    for key, value in hive.items():
-        command += ["--hiveconf", f"{key}={value}"]
-    return command
 
 
 def secret(setting: str) -> bool:
@@ -266,16 +212,55 @@ class SparkConnectServer(LocalService):
         env.update(driver_class_path([*pinned_jars(), *filter(None, [auth_jar])], env))
         ports = [port for port in (self.port, self.sql_port) if port is not None]
         with tempfile.TemporaryDirectory() as folder:  # read by the server as it starts
-            command = server_command(
-                self.port, self.master, self.conf, self.host, self.metastore, self.sql_port,
-                auth_jar, Path(folder) / "secrets.properties", lake_root(env),
-            )  # fmt: skip
+            command = self._command(auth_jar, Path(folder) / "secrets.properties", lake_root(env))
             self._launch(command, lambda: all(port_is_taken(LOOPBACK, p) for p in ports), env)
         assert self.pid is not None
         self._reaper = DaemonReaper(self.pid, self.daemon_idle_s).start()
         if not metastores.is_postgres(self.metastore):
             derby.record_server(self.metastore, self.url)
         return self
+
+    def _command(self, sql_auth_jar: Path | None, secrets_file: Path, root: str) -> list[str]:
+        """The server's ``spark-submit`` command line: Spark Connect on ``host:port`` and, with a
+        ``sql_port``, SQL (HiveServer2's protocol) there, which with ``sql_auth_jar`` takes only
+        the user and password of the server's environment (``lakehouse_tools.sql_auth``). The
+        settings that hold a credential (``secret``) are written to ``secrets_file``, readable by
+        this user alone, not onto the command line that any user's ``ps`` shows. ``root``: the
+        lake root whose warehouse folder a shared metastore's new schemas take."""
+        settings = {
+            **SERVER_DEFAULTS,
+            **jvm_settings(),
+            **metastores.spark_settings(self.metastore, root=root),
+            **self.conf,
+            "spark.connect.grpc.binding.address": self.host,
+            "spark.connect.grpc.binding.port": str(self.port),
+        }
+        # HiveServer2's own settings, given as its start script gives them.
+        hive: dict[str, str] = {}
+        if self.sql_port is not None:
+            plugins = [self.conf.get("spark.plugins"), CONNECT_PLUGIN]
+            settings["spark.plugins"] = ",".join(filter(None, plugins))
+            hive = {
+                "hive.server2.thrift.bind.host": self.host,
+                "hive.server2.thrift.port": str(self.sql_port),
+            }
+        if self.sql_port is not None and sql_auth_jar is not None:
+            settings["spark.jars"] = f"{settings['spark.jars']},{sql_auth_jar}"
+            hive.update(sql_auth.HIVE_SETTINGS)
+        server_class = CONNECT_SERVER_CLASS if self.sql_port is None else SQL_SERVER_CLASS
+        command = [str(spark_home() / "bin" / "spark-submit"), "--class", server_class]
+        command += ["--master", self.master, "--name", "lakehouse-connect"]
+        hidden = {key: value for key, value in settings.items() if secret(key)}
+        if hidden:
+            write_properties(secrets_file, hidden)
+            command += ["--properties-file", str(secrets_file)]
+        for key, value in settings.items():
+            if key not in hidden:
+                command += ["--conf", f"{key}={value}"]
+        command.append("spark-internal")
+        for key, value in hive.items():
+            command += ["--hiveconf", f"{key}={value}"]
+        return command
 
     def stop(self) -> None:
         if not metastores.is_postgres(self.metastore):

@@ -252,9 +252,7 @@ class Stack:
         (self.home / "services.json").unlink(missing_ok=True)
 
 
-def up(
-    home: Path, port: int, host: str, s3: bool = False, sql_port: int = DEFAULT_SQL_PORT
-) -> None:
+def up(home: Path, port: int, host: str, s3: bool, sql_port: int) -> None:
     """The production shape: every service its own process, restarted when it exits, until
     Ctrl-C or SIGTERM: the `lakehouse up` command."""
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # leave the block: the services stop

@@ -17,9 +17,8 @@ from resources.kafka_client import (
     TopicPartitionKey,
     as_topic_partitions,
     broker_unreachable,
-    commit_group_offsets,
     existing_partitions,
-    log_end_offsets,
+    from_offsets,
     new_consumer,
 )
 
@@ -88,9 +87,17 @@ class KafkaResource(dg.ConfigurableResource):
         )
 
     def commit_offsets(self, group_id: str, offsets: Offsets) -> None:
-        """Commit ``{topic: {partition: next offset}}`` to the consumer group ``group_id``."""
-        if offsets:
-            commit_group_offsets(self.bootstrap_servers, group_id, offsets)
+        """Commit ``{topic: {partition: next offset}}`` to the consumer group ``group_id``
+        without joining it."""
+        from kafka.structs import OffsetAndMetadata, TopicPartition
+
+        commits = {
+            TopicPartition(topic, partition): OffsetAndMetadata(offset, "", -1)
+            for (topic, partition), offset in from_offsets(offsets).items()
+        }
+        if commits:
+            with contextlib.closing(new_consumer(self.bootstrap_servers, group_id=group_id)) as c:
+                c.commit(commits)
 
     @contextlib.contextmanager
     def _consumer(self, **config: Any) -> Iterator[Any]:
@@ -143,7 +150,9 @@ class KafkaResource(dg.ConfigurableResource):
     def end_offsets(self, topics: Iterable[str]) -> dict[TopicPartitionKey, int]:
         """The log end offset of every partition of ``topics`` (missing topics are skipped)."""
         with self._consumer() as consumer:
-            return log_end_offsets(consumer, existing_partitions(consumer, topics))
+            partitions = existing_partitions(consumer, topics)
+            ends = consumer.end_offsets(partitions) if partitions else {}
+        return {(tp.topic, tp.partition): offset for tp, offset in ends.items()}
 
     def start_offsets(self, topics: Iterable[str]) -> dict[TopicPartitionKey, int]:
         """The log start offset of every partition of ``topics`` (missing topics are skipped)."""

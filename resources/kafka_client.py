@@ -1,12 +1,11 @@
 """Kafka client helpers shared by the Kafka resource, the bronze assets and the sensors:
-consumers that never commit or create topics on their own, log end offsets, a topic's partitions,
-consumer-group commits, data loss, and the checkpoint's offsets shape. All use kafka-python.
+consumers that never commit or create topics on their own, a topic's partitions, data loss, and
+the checkpoint's offsets shape. All use kafka-python.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 # Offsets as Spark keeps them in the checkpoint: {topic: {partition (str): next offset}}.
@@ -109,48 +108,18 @@ def from_offsets(offsets: Offsets) -> dict[TopicPartitionKey, int]:
     }
 
 
-def log_end_offsets(client: Any, partitions: Sequence[Any]) -> dict[TopicPartitionKey, int]:
-    """The log end offset (high watermark) of each partition: ListOffsets(latest)."""
-    if not partitions:
-        return {}
-    ends = client.end_offsets(list(partitions))
-    return {(tp.topic, tp.partition): offset for tp, offset in ends.items()}
-
-
 def as_topic_partitions(keys: Iterable[TopicPartitionKey]) -> list[Any]:
     from kafka.structs import TopicPartition
 
     return [TopicPartition(topic, partition) for topic, partition in keys]
 
 
-def existing_partitions(
-    client: Any, topics: Iterable[str] = (), pattern: re.Pattern[str] | None = None
-) -> list[Any]:
-    """The partitions of the existing topics named in ``topics`` or matching ``pattern``."""
+def existing_partitions(client: Any, topics: Iterable[str]) -> list[Any]:
+    """The partitions of the existing topics named in ``topics``."""
     from kafka.structs import TopicPartition
 
-    existing = client.topics()
-    if pattern is not None:
-        names = sorted(t for t in existing if pattern.fullmatch(t))
-    else:
-        names = sorted(set(topics) & existing)
     return [
         TopicPartition(topic, partition)
-        for topic in names
+        for topic in sorted(set(topics) & client.topics())
         for partition in sorted(client.partitions_for_topic(topic) or ())
     ]
-
-
-def commit_group_offsets(bootstrap_servers: str, group_id: str, offsets: Offsets) -> None:
-    """Commit ``offsets`` to the consumer group ``group_id`` without joining it."""
-    from kafka.structs import OffsetAndMetadata, TopicPartition
-
-    commits = {
-        TopicPartition(topic, partition): OffsetAndMetadata(offset, "", -1)
-        for (topic, partition), offset in from_offsets(offsets).items()
-    }
-    consumer = new_consumer(bootstrap_servers, group_id=group_id)
-    try:
-        consumer.commit(commits)
-    finally:
-        consumer.close()

@@ -24,13 +24,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-import pyspark
 from psycopg2 import OperationalError, connect
 
 from resources import catalog, derby
 from resources.object_store import absolute, hadoop_uri
 from resources.settings import ENV_METASTORE, lake_root
-from resources.spark_jvm import JARS_DIR, driver_class_path, java, write_properties
+from resources.spark_jvm import JARS_DIR, driver_class_path, java, spark_home, write_properties
 
 POSTGRES_SCHEMES = ("postgresql", "postgres")
 POSTGRES_DRIVER = "org.postgresql.Driver"  # org.postgresql:postgresql, pinned in jars.toml
@@ -172,7 +171,7 @@ def prepare(metastore: str, jars_dir: Path = JARS_DIR) -> None:
     with tempfile.TemporaryDirectory() as folder:
         properties = Path(folder) / "metastore.properties"  # holds the password
         write_properties(properties, {**_jdo_settings(metastore), **DATANUCLEUS})
-        class_path = f"{Path(pyspark.__file__).parent / 'jars'}/*:{postgres_jar(jars_dir)}"
+        class_path = f"{spark_home() / 'jars'}/*:{postgres_jar(jars_dir)}"
         done = subprocess.run(
             [
                 java(), "-cp", class_path,
