@@ -79,7 +79,7 @@ class StreamPosition:
         """Whether the checkpoint has read every file of ``folder``, no batch pending."""
         return checkpoints.landing_caught_up(self.checkpoint, folder)
 
-    def claim_cluster(self, kafka: KafkaResource) -> str:
+    def claim_cluster(self, kafka: KafkaResource) -> None:
         """Tie the checkpoint to the Kafka cluster it reads; refuse another cluster's.
 
         Offsets mean nothing in another cluster: a lake filled from one broker, run against a
@@ -98,7 +98,6 @@ class StreamPosition:
                 "for this cluster, or KAFKA_BOOTSTRAP_SERVERS back to the cluster the lake was "
                 f"filled from (checkpoint: {self.checkpoint})."
             )
-        return cluster
 
     def resume_point(
         self,

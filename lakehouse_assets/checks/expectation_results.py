@@ -20,7 +20,7 @@ from lakehouse_assets.checks.expectations import (
 )
 from lakehouse_assets.checks.outcome import Outcome
 from lakehouse_assets.checks.results import markdown
-from lakehouse_assets.constants import asset_key
+from lakehouse_assets.constants import SILVER, asset_key
 from resources import LakeResource
 
 SEVERITY = {"warn": dg.AssetCheckSeverity.WARN, "drop": dg.AssetCheckSeverity.WARN,
@@ -42,15 +42,14 @@ def expectation_specs(
 def expectation_results(
     lake: LakeResource,
     spark: SparkSession,
-    layer: str,
     table: str,
     expectations: Sequence[Expectation],
     run: Mapping[str, Outcome],
 ) -> list[dg.AssetCheckResult]:
-    """The results of ``expectations`` on ``<layer>.<table>`` after a run: a ``check``'s from
+    """The results of ``expectations`` on ``silver.<table>`` after a run: a ``check``'s from
     ``run`` (its records' counts and samples; none when the run read nothing), the others
     evaluated on the table as it now is."""
-    key = asset_key(layer, table)
+    key = asset_key(SILVER, table)
     results = []
     for expectation in expectations:
         metadata: dict[str, Any] = {"on_violation": expectation.on_violation}
@@ -61,16 +60,16 @@ def expectation_results(
             )
             metadata[counted] = outcome.offending
         elif expectation.row_count is not None:
-            rows = lake.row_count(layer, table)
+            rows = lake.row_count(SILVER, table)
             broken = not row_count_holds(expectation, rows)
             outcome = Outcome(expectation.name, int(broken), [])
             metadata["rows"] = rows
-        elif not lake.exists(layer, table):  # nothing written yet: no row to break it
+        elif not lake.exists(SILVER, table):  # nothing written yet: no row to break it
             outcome = Outcome(expectation.name, 0, [])
             metadata["violating_rows"] = 0
         else:
             try:
-                outcome = _table_outcome(lake, spark, layer, table, expectation)
+                outcome = _table_outcome(lake, spark, table, expectation)
             except ExpectationError as error:  # a declaration to fix: the run's writes stand
                 outcome = Outcome(expectation.name, 1, [])
                 metadata["error"] = str(error)
@@ -90,12 +89,12 @@ def expectation_results(
 
 
 def _table_outcome(
-    lake: LakeResource, spark: SparkSession, layer: str, table: str, expectation: Expectation
+    lake: LakeResource, spark: SparkSession, table: str, expectation: Expectation
 ) -> Outcome:
-    """A ``unique`` or ``references`` expectation's outcome on ``<layer>.<table>``, the columns
+    """A ``unique`` or ``references`` expectation's outcome on ``silver.<table>``, the columns
     it names looked for first in both tables."""
-    rows = lake.read(spark, layer, table)
-    require_table_columns(expectation, rows, f"{layer}.{table}")
+    rows = lake.read(spark, SILVER, table)
+    require_table_columns(expectation, rows, f"{SILVER}.{table}")
     referenced = None
     if expectation.references is not None:
         other_layer, other = expectation.references[0].split(".", 1)

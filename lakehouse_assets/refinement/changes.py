@@ -17,12 +17,18 @@ import dagster as dg
 from pydantic import Field
 from pyspark.sql import DataFrame, SparkSession
 
+from lakehouse_assets.automation import silver_automation
 from lakehouse_assets.constants import SILVER, consumer_app_id
 from resources import LakeResource
 from resources.codegen import fit_code_generation
 from resources.lake import Markers
 
-SILVER_KINDS = {"spark", "delta"}
+# What every silver asset declares of itself, whatever computes it.
+SILVER_ASSET = {
+    "group_name": SILVER,
+    "kinds": {"spark", "delta"},
+    "automation_condition": silver_automation,
+}
 
 
 class SilverConfig(dg.Config):

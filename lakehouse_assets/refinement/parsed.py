@@ -11,7 +11,6 @@ import dagster as dg
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from lakehouse_assets.automation import silver_automation
 from lakehouse_assets.checks.expectation_results import expectation_results, expectation_specs
 from lakehouse_assets.checks.expectations import run_outcomes
 from lakehouse_assets.checks.outcome import Outcome
@@ -30,7 +29,7 @@ from lakehouse_assets.checks.results import (
 )
 from lakehouse_assets.constants import DATE, SILVER, asset_key, asset_tags
 from lakehouse_assets.refinement.accounting import accounted_by_the_writes, batch_counts
-from lakehouse_assets.refinement.changes import SILVER_KINDS
+from lakehouse_assets.refinement.changes import SILVER_ASSET
 from lakehouse_assets.refinement.column_types import follow_declared_types
 from lakehouse_assets.refinement.layout import days_of, layout, read_days
 from lakehouse_assets.refinement.parsed_table import ParsedTable, all_rows, rows_to_merge
@@ -93,12 +92,10 @@ class ParsedStep(SilverStep):
             spec.table,
             spec.source,
             spec.description or spec.shape.__doc__,
-            group_name=SILVER,
-            kinds=SILVER_KINDS,
-            automation_condition=silver_automation,
             owners=list(spec.owners) or None,
             tags={**asset_tags(SILVER, spec.source), **(spec.tags or {})},
             metadata=code_references(parse=spec.parse, shape=spec.shape),
+            **SILVER_ASSET,
         )
 
     def check_specs(self) -> list[dg.AssetCheckSpec]:
@@ -243,7 +240,6 @@ def _refine(run: StepRun, spec: ParsedTable) -> Refinement:
             *expectation_results(
                 lake,
                 spark,
-                SILVER,
                 spec.table,
                 spec.expectations,
                 run_outcomes(parsed, spec.expectations, REASON, F.col(REASON).isNull()),

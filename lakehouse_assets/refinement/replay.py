@@ -30,7 +30,6 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lakehouse_assets.constants import BRONZE, QUARANTINE_SUFFIX, REPLAYS_SUFFIX, SILVER
-from lakehouse_assets.migrations import Upgrade, require_current
 from lakehouse_assets.validation import REASON
 from resources import LakeResource
 
@@ -63,10 +62,6 @@ class ReplayConfig(dg.Config):
     )
 
 
-class ReplayError(ValueError):
-    """A replay's configuration cannot be read."""
-
-
 @dataclass(frozen=True)
 class Replay:
     """A replay as a run does it: its ``run_id`` and time (``at``), logged with each record it
@@ -83,13 +78,11 @@ class Replay:
         """The replay ``config`` asks for, in run ``run_id``.
 
         Raises:
-            ReplayError: a date-time is not ISO 8601, or the window is empty.
+            dg.Failure: a date-time is not ISO 8601, or the window is empty.
         """
         since, until = _instant(config.since, "since"), _instant(config.until, "until")
         if since and until and since >= until:
-            raise ReplayError(
-                f"replay: since ({config.since}) is not before until ({config.until})"
-            )
+            raise dg.Failure(f"replay: since ({config.since}) is not before until ({config.until})")
         return cls(run_id, datetime.now(UTC), config.reason or None, since, until)
 
 
@@ -99,7 +92,7 @@ def _instant(text: str | None, name: str) -> datetime | None:
     try:
         instant = datetime.fromisoformat(text.strip())
     except ValueError:
-        raise ReplayError(
+        raise dg.Failure(
             f"replay {name}: {text!r} is not an ISO 8601 date-time (e.g. 2026-12-01 or "
             "2026-12-01T08:00:00Z)"
         ) from None
@@ -134,10 +127,6 @@ class Replaying:
         for reason, count in rejected.items():
             change[reason] = change.get(reason, 0) + count
         return change
-
-    @property
-    def replays(self) -> str:
-        return replays_table(self.source)
 
     @property
     def identities(self) -> DataFrame:
@@ -235,33 +224,3 @@ def _later_tombstones(bronze: DataFrame, records: DataFrame) -> DataFrame:
     first = records.groupBy(*where).agg(F.min("offset").alias("_first"))
     later = bronze.where(F.col("value").isNull()).join(first, where)
     return later.where(F.col("offset") > F.col("_first")).drop("_first")
-
-
-def start_replay(
-    lake: LakeResource,
-    spark: SparkSession,
-    source: str,
-    config: ReplayConfig,
-    run_id: str,
-    full_refresh: bool = False,
-    upgrade: Upgrade | None = None,
-    tombstones: bool = False,
-) -> Replaying:
-    """The records a step's run replays, as its ``config`` asks (``replaying``, with its
-    ``tombstones``); ``upgrade``: the quarantine's, if an earlier version wrote it in another
-    layout.
-
-    Raises:
-        dg.Failure: the run also asks for a full refresh, or ``config`` cannot be read.
-        migrations.OutdatedTableError: the quarantine is of an earlier layout.
-    """
-    if full_refresh:
-        raise dg.Failure(
-            "A run replays the quarantine or rebuilds the tables (full_refresh), not both."
-        )
-    try:
-        replay = Replay.of(config, run_id)
-    except ReplayError as error:
-        raise dg.Failure(str(error)) from None
-    require_current(lake, upgrade)
-    return replaying(lake, spark, source, replay, tombstones)

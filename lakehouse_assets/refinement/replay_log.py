@@ -65,7 +65,7 @@ def log_replayed(
         assert row is not None  # an aggregate without grouping has one row
         counts = (row[0] - row[1], row[1])
     if any(counts):
-        lake.append(SILVER, replayed.replays, marks)
+        lake.append(SILVER, replays_table(replayed.source), marks)
     return counts
 
 

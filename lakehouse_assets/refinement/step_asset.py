@@ -21,9 +21,9 @@ from pyspark.sql import functions as F
 from lakehouse_assets.checks.expectation_results import fail_broken
 from lakehouse_assets.checks.expectations import Expectation
 from lakehouse_assets.constants import BRONZE, SILVER, writer_pool
-from lakehouse_assets.migrations import Upgrade
+from lakehouse_assets.migrations import Upgrade, require_current
 from lakehouse_assets.refinement.changes import Changes, SilverConfig, read_changes
-from lakehouse_assets.refinement.replay import ReplayConfig, Replaying, start_replay
+from lakehouse_assets.refinement.replay import Replay, ReplayConfig, Replaying, replaying
 from lakehouse_assets.refinement.step import Refinement, refined_results
 from resources import LakeResource, SparkResource
 from resources.delta import CHANGE_TYPE, Markers
@@ -101,17 +101,25 @@ def start(
     config: StepConfig,
 ) -> StepRun:
     """A run of ``step``: the quarantine's records a replay chose, or the bronze changes
-    ``silver.<table>`` has not consumed (all of them for a full refresh)."""
+    ``silver.<table>`` has not consumed (all of them for a full refresh).
+
+    Raises:
+        dg.Failure: a replay that also asks for a full refresh, or whose config cannot be read.
+        migrations.OutdatedTableError: the quarantine is of an earlier layout.
+    """
     if config.replay is None:
         upstream = (BRONZE, step.source)
         changes = read_changes(
             lake, spark, step.table, upstream, config.full_refresh, step.change_type
         )
         return StepRun(context, lake, spark, config, changes)
-    replayed = start_replay(
-        lake, spark, step.source, config.replay, context.run_id, config.full_refresh,
-        step.quarantine_upgrade, step.tombstones,
-    )  # fmt: skip
+    if config.full_refresh:
+        raise dg.Failure(
+            "A run replays the quarantine or rebuilds the tables (full_refresh), not both."
+        )
+    replay = Replay.of(config.replay, context.run_id)
+    require_current(lake, step.quarantine_upgrade)
+    replayed = replaying(lake, spark, step.source, replay, step.tombstones)
     records = replayed.records
     if step.change_type:  # a replay brings each record as if it arrived anew
         records = records.withColumn(CHANGE_TYPE, F.lit("insert"))

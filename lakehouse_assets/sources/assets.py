@@ -7,7 +7,6 @@ from typing import Any
 import dagster as dg
 from pydantic import Field
 
-from lakehouse_assets.automation import silver_automation
 from lakehouse_assets.bronze.assets import kafka_bronze_asset, landing_bronze_asset
 from lakehouse_assets.checks.expectation_results import expectation_results, expectation_specs
 from lakehouse_assets.checks.freshness import kafka_freshness_check, landing_freshness_check
@@ -15,7 +14,7 @@ from lakehouse_assets.checks.results import check_results, check_specs, written_
 from lakehouse_assets.constants import BRONZE, SILVER, asset_key, asset_tags
 from lakehouse_assets.pipeline import Pipeline
 from lakehouse_assets.profiling.store import profile_after_write
-from lakehouse_assets.refinement.changes import SILVER_KINDS
+from lakehouse_assets.refinement.changes import SILVER_ASSET
 from lakehouse_assets.refinement.parsed import parsed_table_asset
 from lakehouse_assets.refinement.replay_log import replay_metadata
 from lakehouse_assets.refinement.step import (
@@ -113,9 +112,7 @@ class DeclaredStep(SilverStep):
         source = self.declaration
         shape = "flattened into <parent>_<child> columns" if source.flatten else "nested"
         common = {
-            "group_name": SILVER,
-            "kinds": SILVER_KINDS,
-            "automation_condition": silver_automation,
+            **SILVER_ASSET,
             "owners": list(source.owners) or None,
             "tags": {**asset_tags(SILVER, source.name), "lakehouse/mode": source.mode},
             "metadata": code_references(refine=refine),
@@ -168,9 +165,7 @@ class DeclaredStep(SilverStep):
             metadata={**table_metadata(lake, SILVER, source.name, *descriptions), **metadata},
             checks=[
                 *check_results(lake, spark, SILVER, source.name, self.rules, batch=batch),
-                *expectation_results(
-                    lake, spark, SILVER, source.name, self.expectations, done.expected
-                ),
+                *expectation_results(lake, spark, source.name, self.expectations, done.expected),
             ],
             quarantine_metadata={
                 **table_metadata(

@@ -5,11 +5,7 @@ silver tables, each run reading only the upstream changes since its last
 import dagster as dg
 from pyspark.sql import functions as F
 
-from lakehouse_assets.checks.results import (
-    not_empty_result,
-    require_upstream_checks_passed,
-    written_rows,
-)
+from lakehouse_assets.checks.results import require_upstream_checks_passed, written_rows
 from lakehouse_assets.constants import SILVER, asset_key, consumer_app_id
 from lakehouse_assets.fitness.names import (
     COMPLETED_WORKOUTS,
@@ -20,13 +16,8 @@ from lakehouse_assets.fitness.names import (
 )
 from lakehouse_assets.fitness.silver import transforms
 from lakehouse_assets.fitness.silver.parsed import PARSED_TABLES
-from lakehouse_assets.fitness.silver.tables import (
-    derived_asset,
-    silver_check_results,
-    silver_metadata,
-)
+from lakehouse_assets.fitness.silver.tables import derived_asset, derived_result
 from lakehouse_assets.fitness.silver.workout_bpm import workout_bpm
-from lakehouse_assets.profiling.store import profile_after_write
 from lakehouse_assets.refinement.changes import SilverConfig, read_changes
 from lakehouse_assets.refinement.layout import dated, days_of, layout, read_days
 from lakehouse_assets.refinement.parsed import parsed_table_asset
@@ -67,16 +58,7 @@ def completed_workouts(
             partition_by=layout(DATED_BY[COMPLETED_WORKOUTS]),
         )  # fmt: skip
         batch = written_rows(context, key, rows, created)  # merged by the rules' key
-    return dg.MaterializeResult(
-        metadata={
-            **silver_metadata(lake, COMPLETED_WORKOUTS),
-            **profile_after_write(lake, session, SILVER, COMPLETED_WORKOUTS),
-        },
-        check_results=[
-            *silver_check_results(lake, session, COMPLETED_WORKOUTS, batch=batch),
-            not_empty_result(lake, key, [asset_key(SILVER, WORKOUTS)]),
-        ],
-    )
+    return derived_result(lake, session, COMPLETED_WORKOUTS, [WORKOUTS], batch)
 
 
 @dg.asset(**derived_asset(USER_BINS, [USER_PROFILE], transforms.user_bins))
@@ -94,23 +76,15 @@ def user_bins(
     as_of = calendar.today()
     app_id = f"{consumer_app_id(USER_BINS, (SILVER, USER_PROFILE))}@{as_of.isoformat()}"
     markers = {app_id: lake.version(SILVER, USER_PROFILE) or 0}
-    key, batch = asset_key(SILVER, USER_BINS), None
+    batch = None
     if config.full_refresh or not lake.holds(SILVER, USER_BINS, markers):
         fit_code_generation(session, lake.row_count(SILVER, USER_PROFILE))
         profiles = lake.read(session, SILVER, USER_PROFILE)
         rows = transforms.user_bins(profiles, F.lit(as_of)).localCheckpoint()
         lake.replace(SILVER, USER_BINS, rows, markers)
         batch = rows  # the whole table
-    return dg.MaterializeResult(
-        metadata={
-            **silver_metadata(lake, USER_BINS),
-            "as_of_date": as_of.isoformat(),
-            **profile_after_write(lake, session, SILVER, USER_BINS),
-        },
-        check_results=[
-            *silver_check_results(lake, session, USER_BINS, batch=batch),
-            not_empty_result(lake, key, [asset_key(SILVER, USER_PROFILE)]),
-        ],
+    return derived_result(
+        lake, session, USER_BINS, [USER_PROFILE], batch, as_of_date=as_of.isoformat()
     )
 
 

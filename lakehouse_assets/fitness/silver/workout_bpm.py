@@ -12,7 +12,6 @@ from lakehouse_assets.checks.outcome import Outcome
 from lakehouse_assets.checks.reconciliation import table_reconciliation
 from lakehouse_assets.checks.results import (
     checked_days,
-    not_empty_result,
     reconciliation_result,
     reconciliation_spec,
     require_upstream_checks_passed,
@@ -27,12 +26,7 @@ from lakehouse_assets.fitness.names import (
     WORKOUT_BPM,
 )
 from lakehouse_assets.fitness.silver import transforms
-from lakehouse_assets.fitness.silver.tables import (
-    derived_asset,
-    silver_check_results,
-    silver_metadata,
-)
-from lakehouse_assets.profiling.store import profile_after_write
+from lakehouse_assets.fitness.silver.tables import derived_asset, derived_result
 from lakehouse_assets.refinement.changes import SilverConfig, read_changes
 from lakehouse_assets.refinement.layout import (
     dated,
@@ -221,16 +215,6 @@ def workout_bpm(
         batch = written_rows(context, key, merged, created)  # merged by the rules' key
     reconciled = _reconcile_readings(upstream, changed_days)
     written = [(DATE, "in", changed_days)] if changed_days is not None else None
-    return dg.MaterializeResult(
-        metadata={
-            **silver_metadata(lake, WORKOUT_BPM),
-            **profile_after_write(lake, session, SILVER, WORKOUT_BPM),
-        },
-        check_results=[
-            *silver_check_results(
-                lake, session, WORKOUT_BPM, checked_days(context, key, written), batch
-            ),
-            reconciliation_result(key, reconciled),
-            not_empty_result(lake, key, [asset_key(SILVER, t) for t in UPSTREAM]),
-        ],
-    )
+    days = checked_days(context, key, written)
+    checks = [reconciliation_result(key, reconciled)]
+    return derived_result(lake, session, WORKOUT_BPM, UPSTREAM, batch, days, checks)

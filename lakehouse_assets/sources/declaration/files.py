@@ -72,11 +72,7 @@ def read_declaration(path: Path) -> DeclaredSource:
 
 
 def load_declaration(path: Path) -> SourceDeclaration:
-    """The declaration in the file ``path`` (its name defaults to the file's).
-
-    Raises:
-        InvalidDeclaration: the file is not YAML, or does not declare a valid source.
-    """
+    """The declaration ``read_declaration`` reads, without its file and lines."""
     return read_declaration(path).declaration
 
 

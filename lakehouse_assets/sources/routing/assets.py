@@ -36,10 +36,9 @@ from resources import DocumentStoreResource, LakeResource, SensorSettings, Spark
 KINDS = {"spark", "delta", "postgres"}
 
 
-def types_partitions(source: SourceDeclaration | str) -> dg.DynamicPartitionsDefinition:
+def types_partitions(source: str) -> dg.DynamicPartitionsDefinition:
     """One partition per routed table, ``<domain>/<topic>/<type>``, added when first seen."""
-    name = source if isinstance(source, str) else source.name
-    return dg.DynamicPartitionsDefinition(name=f"{name}_types")
+    return dg.DynamicPartitionsDefinition(name=f"{source}_types")
 
 
 def routed_tables(instance: dg.DagsterInstance, source: str) -> list[tuple[str, dg.AssetKey, str]]:
@@ -60,7 +59,7 @@ def routed_tables_spec(source: SourceDeclaration) -> dg.AssetSpec:
         deps=[asset_key(SILVER, index_table(source))],
         group_name=SILVER,
         kinds={"delta"},
-        partitions_def=types_partitions(source),
+        partitions_def=types_partitions(source.name),
         owners=list(source.owners) or None,
         tags=asset_tags(SILVER, source.name),
     )
@@ -70,8 +69,7 @@ def router_asset(source: SourceDeclaration) -> dg.AssetsDefinition:
     """``silver/<name>_documents`` (the index), the quarantine and the location hierarchy, and
     the routed tables, from the source's bronze notices and locations."""
     routing = routing_of(source)
-    upstream = asset_key(BRONZE, source.name)
-    deps = [upstream]
+    deps = [asset_key(BRONZE, source.name)]
     common: dict[str, Any] = {
         "group_name": SILVER, "kinds": KINDS, "automation_condition": silver_automation,
         "owners": list(source.owners) or None, "tags": asset_tags(SILVER, source.name),
@@ -138,7 +136,7 @@ def router_asset(source: SourceDeclaration) -> dg.AssetsDefinition:
         if lake.exists(BRONZE, source.name):
             changes = read_changes(lake, session, index_table(source), (BRONZE, source.name))
             if changes.fresh:
-                partitions = types_partitions(source).name or ""
+                partitions = types_partitions(source.name).name or ""
                 run = StepRun(context, lake, session, StepConfig(), changes)
                 done = route(
                     run, source, url,

@@ -99,7 +99,7 @@ def refine(run: StepRun, source: SourceDeclaration, read: Read) -> Refined:
     waits = _waits(source, columns)
     validity = None
     if source.mode == "cdc-scd2" and not waits:
-        validity = writes.validity(lake, source, typed, rebuild)
+        validity = writes.validity(run, source, typed)
         waits = validity is None  # no order value yet to type valid_from by
     if waits and replayed is not None:
         raise dg.Failure(
@@ -119,20 +119,20 @@ def refine(run: StepRun, source: SourceDeclaration, read: Read) -> Refined:
     valid = typed.where(F.col(REASON).isNull() & ~F.col(SKIPPED))
     fill = done.unavailable = [column for column in fill if column in columns]
     keep = [DELETED, *([OP, SEQUENCE] if source.mode in CDC_MODES else [])]
-    rows = transforms.refined(valid, columns, source.partition_columns, [*keep, *_listed(fill)])
+    # The placeholders' column, kept while some column needs filling (else the plans of the
+    # writes are those of a batch without placeholders).
+    keep += [UNAVAILABLE] if fill else []
+    rows = transforms.refined(valid, columns, source.partition_columns, keep)
     deleting = rows
     if source.truncate == "apply":
-        truncates = done.truncates > 0
-        rows, deleting = writes.apply_truncates(lake, spark, source, rows, truncates, rebuild)
+        rows, deleting = writes.apply_truncates(run, source, rows, done.truncates > 0)
     if rebuild:
         done.rows = writes.replace(lake, source, rows, markers, validity, fill)
     elif replayed is not None or not lake.holds(SILVER, source.name, markers):
         conformed = writes.conform(lake, source, rows)
-        done.rows, done.merged = writes.keep(
-            lake, spark, source, conformed, markers, validity, fill, replayed is not None
-        )
+        done.rows, done.merged = writes.keep(run, source, conformed, validity, fill)
     if source.mode in CDC_MODES:
-        writes.record_deletes(lake, source, deleting, markers, rebuild)
+        writes.record_deletes(run, source, deleting)
     if replayed is not None:  # after the tables' writes: a record is logged once it is there
         parsed = kafka_quarantine(read_again(typed))
         done.replayed, done.rejected = log_replayed(lake, replayed, parsed)
@@ -173,12 +173,6 @@ def _batch_facts(typed: DataFrame, source: SourceDeclaration) -> tuple[int, list
     row = typed.agg(*[fact.alias(f"_{n}") for n, fact in enumerate(facts)]).first()
     assert row is not None  # an aggregate without grouping has one row
     return row[0], sorted(row[1] or []), row[2], row[3]
-
-
-def _listed(fill: Sequence[str]) -> list[str]:
-    """The placeholders' column, kept while some column needs filling (else the plans of the
-    writes are those of a batch without placeholders)."""
-    return [UNAVAILABLE] if fill else []
 
 
 def _order_of_another_kind(typed: DataFrame, order_by: str, validity: str) -> DataFrame:

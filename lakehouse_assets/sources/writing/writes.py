@@ -11,6 +11,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, StructType
 
 from lakehouse_assets.constants import SILVER
+from lakehouse_assets.refinement.step_asset import StepRun
 from lakehouse_assets.sources.declaration.model import SourceDeclaration
 from lakehouse_assets.sources.decoding import schema as types
 from lakehouse_assets.sources.decoding.reader import DELETED, ORDER_KIND, SEQUENCE, SKIPPED
@@ -27,13 +28,11 @@ def deletes_table(source: SourceDeclaration) -> str:
     return f"{source.name}{cdc.DELETES_SUFFIX}"
 
 
-def validity(
-    lake: LakeResource, source: SourceDeclaration, typed: DataFrame, rebuild: bool = False
-) -> str | None:
+def validity(run: StepRun, source: SourceDeclaration, typed: DataFrame) -> str | None:
     """The type of ``valid_from`` and ``valid_to`` of ``silver.<source>`` (``cdc-scd2``): the
     table's; for a new table (or a rebuild), that of the read records' order values (one query,
     ``cdc.validity_type``), None while they have none."""
-    table = None if rebuild else lake.find(SILVER, source.name)
+    table = None if run.rebuild else run.lake.find(SILVER, source.name)
     if table is not None:
         return spark_schema(table)[cdc.VALID_FROM].dataType.simpleString()
     read = typed.where(F.col(REASON).isNull() & ~F.col(SKIPPED))
@@ -76,24 +75,22 @@ def _taken(lake: LakeResource, source: SourceDeclaration, before: int | None) ->
 
 
 def keep(
-    lake: LakeResource,
-    spark: SparkSession,
+    run: StepRun,
     source: SourceDeclaration,
     rows: DataFrame,
-    markers: Markers,
     validity: str | None = None,
     fill: Sequence[str] = (),
-    replay: bool = False,
 ) -> tuple[int, DataFrame | None]:
     """Write the batch's valid ``rows`` to ``silver.<source>`` as its mode says; returns the
     rows its commit took (``_taken``) and, for a merge, the rows it took but its deletes
     (checkpointed): merged by the key of the mode's rules, they stand for the table in its
     checks (``checks.results.written_rows``). ``validity``: ``cdc-scd2``'s ``valid_from`` type;
     ``fill``: the columns holding Debezium's placeholder in some of ``rows`` (``cdc.fill``).
-    ``replay``: ``rows`` are quarantined records read again (``refinement.replay``), written as
-    if they had arrived in their order: appended ones inserted by their coordinates (once
-    however often replayed), latest per key only over an older row (a lower offset); the CDC
-    modes order every change already."""
+    With ``run.replayed``, ``rows`` are quarantined records read again (``refinement.replay``),
+    written as if they had arrived in their order: appended ones inserted by their coordinates
+    (once however often replayed), latest per key only over an older row (a lower offset); the
+    CDC modes order every change already."""
+    lake, spark, markers, replay = run.lake, run.spark, run.markers, run.replayed is not None
     partition_by = [column for column, _ in source.partition_columns]
     merge = {"markers": markers, "partition_by": partition_by, "within_partitions": False}
     before = lake.version(SILVER, source.name)
@@ -131,20 +128,14 @@ def keep(
     return _taken(lake, source, before), history
 
 
-def record_deletes(
-    lake: LakeResource,
-    source: SourceDeclaration,
-    rows: DataFrame,
-    markers: Markers,
-    rebuild: bool = False,
-) -> None:
+def record_deletes(run: StepRun, source: SourceDeclaration, rows: DataFrame) -> None:
     """Remember the deletes among ``rows`` in ``silver.<source>_deletes`` (all of them, replacing
-    the table, when ``rebuild``)."""
-    table = deletes_table(source)
-    if not rebuild and markers and lake.holds(SILVER, table, markers):  # (a replay has none)
+    the table, when ``run.rebuild``)."""
+    lake, markers, table = run.lake, run.markers, deletes_table(source)
+    if not run.rebuild and markers and lake.holds(SILVER, table, markers):  # (a replay has none)
         return
     deleted = cdc.new_deletes(rows, source.keys)
-    if rebuild:
+    if run.rebuild:
         lake.replace(SILVER, table, deleted, markers)
     else:
         keys = [*source.keys, SEQUENCE]
@@ -152,22 +143,17 @@ def record_deletes(
 
 
 def apply_truncates(
-    lake: LakeResource,
-    spark: SparkSession,
-    source: SourceDeclaration,
-    rows: DataFrame,
-    batch_truncates: bool,
-    rebuild: bool = False,
+    run: StepRun, source: SourceDeclaration, rows: DataFrame, batch_truncates: bool
 ) -> tuple[DataFrame, DataFrame]:
     """``cdc.truncated`` of the batch's ``rows``: the rows to write, and those whose deletes to
     record. The truncates recorded before, and (when the batch truncates) the keys stored:
-    ``silver.<source>``'s (``cdc-scd2``: of its open versions). With ``rebuild``, ``rows`` are
+    ``silver.<source>``'s (``cdc-scd2``: of its open versions). With ``run.rebuild``, ``rows`` are
     every change, so neither is read."""
-    keys = list(source.keys)
+    lake, spark, keys = run.lake, run.spark, list(source.keys)
     recorded, known = rows.limit(0), rows.limit(0)
-    if not rebuild and lake.exists(SILVER, deletes_table(source)):
+    if not run.rebuild and lake.exists(SILVER, deletes_table(source)):
         recorded = lake.read(spark, SILVER, deletes_table(source)).where(F.col(keys[0]).isNull())
-    if not rebuild and batch_truncates and lake.exists(SILVER, source.name):
+    if not run.rebuild and batch_truncates and lake.exists(SILVER, source.name):
         known = lake.read(spark, SILVER, source.name)
         known = known.where(F.col(cdc.IS_CURRENT)) if source.mode == "cdc-scd2" else known
     return cdc.truncated(rows, known, recorded, keys)
