@@ -9,13 +9,12 @@ from typing import Any
 import dagster as dg
 from pyspark.sql import SparkSession
 
-from lakehouse_assets.automation import silver_automation
 from lakehouse_assets.bronze.assets import kafka_bronze_asset
 from lakehouse_assets.checks.freshness import kafka_freshness_check
 from lakehouse_assets.checks.results import quarantine_rate_result, quarantine_rate_spec
 from lakehouse_assets.constants import BRONZE, SILVER, asset_key, asset_tags, writer_pool
 from lakehouse_assets.pipeline import Pipeline
-from lakehouse_assets.refinement.changes import read_changes
+from lakehouse_assets.refinement.changes import SILVER_ASSET, read_changes
 from lakehouse_assets.refinement.step import quarantine_table
 from lakehouse_assets.refinement.step_asset import StepConfig, StepRun
 from lakehouse_assets.sensors.streams import kafka_lag_sensor
@@ -71,7 +70,7 @@ def router_asset(source: SourceDeclaration) -> dg.AssetsDefinition:
     routing = routing_of(source)
     deps = [asset_key(BRONZE, source.name)]
     common: dict[str, Any] = {
-        "group_name": SILVER, "kinds": KINDS, "automation_condition": silver_automation,
+        **SILVER_ASSET, "kinds": KINDS,
         "owners": list(source.owners) or None, "tags": asset_tags(SILVER, source.name),
         "metadata": code_references(route=route),
     }  # fmt: skip
